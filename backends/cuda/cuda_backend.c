@@ -1,0 +1,518 @@
+/* cuda_backend.c: the CUDA backend of libgpar: four non-blocking streams per device, cuBLAS on
+ * the compute stream, stream-ordered device memory and pooled events, in plain C over cudart. */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+#include <cublas_v2.h>
+
+#include "backend.h"
+
+/* cuBLAS workspace per handle, set by us so cuBLAS never allocates (and synchronises) on its own.
+ * 32 MiB is NVIDIA's recommendation for Hopper. */
+#define CUDA_BLAS_WORKSPACE ((size_t)32 << 20)
+/* Events created up front per pool so the first ops never create any. */
+#define CUDA_EVENT_PREFILL 32
+
+struct gpar__backend {
+  int ndev;
+  int tf32;
+};
+
+struct cuda_dev;
+
+struct gpar__event {
+  cudaEvent_t ev;
+  struct cuda_dev *owner;
+  int timing;
+  struct gpar__event *next;
+};
+
+/* Free list of events of one kind (timing or not). */
+struct cuda_event_pool {
+  gpar__event *free;
+};
+
+struct cuda_dev {
+  gpar__backend *be;
+  int ordinal;
+  cudaStream_t lane[GPAR__NLANES];
+  cudaStream_t alloc_stream; /* private, otherwise idle: only cudaMallocAsync/cudaFreeAsync */
+  cublasHandle_t blas;
+  void *blas_ws;
+  cudaMemPool_t pool;
+  uint64_t old_threshold; /* the default pool's threshold before us, restored at close */
+  pthread_mutex_t ev_lock;
+  struct cuda_event_pool ev_pool[2]; /* [0]: timing disabled, [1]: timing */
+};
+
+/* gpar__bdev is opaque to the core; here it is a cuda_dev. */
+struct gpar__bdev {
+  struct cuda_dev d;
+};
+
+/* ---- error mapping: the one place that turns vendor errors into gpar statuses ---- */
+
+static int cuda_status(cudaError_t e) {
+  return e == cudaErrorMemoryAllocation ? GPAR_EDEVMEM : GPAR_EBACKEND;
+}
+
+/* GPAR_OK on cudaSuccess; else clear the thread's last error and report "what: name (text)". */
+static int cuda_check(cudaError_t e, const char *what) {
+  if (e == cudaSuccess) return GPAR_OK;
+  (void)cudaGetLastError();
+  return gpar__errorf(cuda_status(e), "%s: %s (%s)", what, cudaGetErrorName(e), cudaGetErrorString(e));
+}
+
+static int cublas_check(cublasStatus_t s, const char *what) {
+  int st;
+  if (s == CUBLAS_STATUS_SUCCESS) return GPAR_OK;
+  switch (s) {
+  case CUBLAS_STATUS_ALLOC_FAILED: st = GPAR_EDEVMEM; break;
+  case CUBLAS_STATUS_INVALID_VALUE: st = GPAR_EINVAL; break;
+  case CUBLAS_STATUS_NOT_SUPPORTED: st = GPAR_ENOTSUP; break;
+  default: st = GPAR_EBACKEND; break;
+  }
+  return gpar__errorf(st, "%s: %s (%s)", what, cublasGetStatusName(s), cublasGetStatusString(s));
+}
+
+/* ---- probe ---- */
+
+static int cuda_open(const gpar_config *cfg, gpar__backend **bep, int *ndev) {
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  *bep = NULL;
+  *ndev = 0;
+  if (e != cudaSuccess || n <= 0) {
+    if (e == cudaSuccess) e = cudaErrorNoDevice;
+    (void)cudaGetLastError();
+    gpar__log("cuda: no device: %s", cudaGetErrorName(e));
+    return GPAR_OK;
+  }
+  gpar__backend *be = calloc(1, sizeof *be);
+  if (!be) return gpar__errorf(GPAR_ENOMEM, "cuda: out of host memory");
+  be->ndev = n;
+  be->tf32 = cfg ? cfg->tf32 : 0;
+  *bep = be;
+  *ndev = n;
+  return GPAR_OK;
+}
+
+static void cuda_close(gpar__backend *be) { free(be); }
+
+static int cuda_can_access(int dev, int peer) {
+  int can = 0;
+  if (dev == peer) return 0;
+  if (cudaDeviceCanAccessPeer(&can, dev, peer) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return can;
+}
+
+static int cuda_device_info(gpar__backend *be, int idx, struct gpar_device_info *info) {
+  struct cudaDeviceProp p;
+  int st = cuda_check(cudaGetDeviceProperties(&p, idx), "cudaGetDeviceProperties");
+  if (st) return st;
+  memset(info, 0, sizeof *info);
+  snprintf(info->backend, sizeof info->backend, "%s", "cuda");
+  info->backend_id = GPAR_BACKEND_CUDA;
+  info->backend_index = idx;
+  snprintf(info->vendor, sizeof info->vendor, "%s", "NVIDIA Corporation");
+  {
+    size_t len = strnlen(p.name, sizeof info->name - 1); /* prop name (256) may exceed ours (128) */
+    memcpy(info->name, p.name, len);
+    info->name[len] = '\0';
+  }
+  info->type = GPAR_DEVICE_GPU;
+  info->memory_bytes = (uint64_t)p.totalGlobalMem;
+  info->copy_engines = p.asyncEngineCount;
+  info->compute_units = p.multiProcessorCount;
+  for (int j = 0; j < be->ndev && j < 64; j++)
+    if (cuda_can_access(idx, j)) info->peer_mask |= (uint64_t)1 << j;
+  return GPAR_OK;
+}
+
+static int cuda_peer_ok(gpar__backend *be, int src_idx, int dst_idx) {
+  (void)be;
+  return cuda_can_access(src_idx, dst_idx);
+}
+
+/* cudaStreamWaitEvent works across devices of one process. */
+static int cuda_can_wait(gpar__backend *be, int producer_idx, int consumer_idx) { return 1; }
+
+/* ---- events ---- */
+
+/* Create one event of the pool's kind on the owner's device (slow path: pool empty). */
+static int cuda_event_new(struct cuda_dev *d, int timing, gpar__event **out) {
+  int cur = -1, st;
+  gpar__event *ev = malloc(sizeof *ev);
+  if (!ev) return gpar__errorf(GPAR_ENOMEM, "cuda: out of host memory for an event");
+  /* Events belong to the current device: make sure it is the owner's. */
+  if (cudaGetDevice(&cur) != cudaSuccess) (void)cudaGetLastError();
+  if (cur != d->ordinal && (st = cuda_check(cudaSetDevice(d->ordinal), "cudaSetDevice"))) {
+    free(ev);
+    return st;
+  }
+  st = cuda_check(cudaEventCreateWithFlags(&ev->ev, timing ? cudaEventDefault : cudaEventDisableTiming),
+                  "cudaEventCreateWithFlags");
+  if (cur >= 0 && cur != d->ordinal) (void)cudaSetDevice(cur);
+  if (st) {
+    free(ev);
+    return st;
+  }
+  ev->owner = d;
+  ev->timing = timing;
+  ev->next = NULL;
+  *out = ev;
+  return GPAR_OK;
+}
+
+static void cuda_event_push(struct cuda_dev *d, gpar__event *ev) {
+  pthread_mutex_lock(&d->ev_lock);
+  ev->next = d->ev_pool[ev->timing].free;
+  d->ev_pool[ev->timing].free = ev;
+  pthread_mutex_unlock(&d->ev_lock);
+}
+
+static int cuda_event_get(struct cuda_dev *d, int timing, gpar__event **out) {
+  pthread_mutex_lock(&d->ev_lock);
+  gpar__event *ev = d->ev_pool[timing].free;
+  if (ev) d->ev_pool[timing].free = ev->next;
+  pthread_mutex_unlock(&d->ev_lock);
+  if (ev) {
+    ev->next = NULL;
+    *out = ev;
+    return GPAR_OK;
+  }
+  return cuda_event_new(d, timing, out);
+}
+
+static void cuda_event_pool_destroy(struct cuda_dev *d) {
+  for (int k = 0; k < 2; k++) {
+    gpar__event *ev = d->ev_pool[k].free;
+    while (ev) {
+      gpar__event *next = ev->next;
+      (void)cudaEventDestroy(ev->ev);
+      free(ev);
+      ev = next;
+    }
+    d->ev_pool[k].free = NULL;
+  }
+  (void)cudaGetLastError();
+}
+
+static int cuda_event_record(gpar__bdev *dev, int lane, unsigned flags, gpar__event **evp) {
+  struct cuda_dev *d = &dev->d;
+  gpar__event *ev;
+  int st = cuda_event_get(d, (flags & GPAR__EVENT_TIMING) ? 1 : 0, &ev);
+  if (st) return st;
+  st = cuda_check(cudaEventRecord(ev->ev, d->lane[lane]), "cudaEventRecord");
+  if (st) {
+    cuda_event_push(d, ev);
+    return st;
+  }
+  *evp = ev;
+  return GPAR_OK;
+}
+
+static int cuda_event_wait(gpar__bdev *dev, int lane, gpar__event *ev) {
+  return cuda_check(cudaStreamWaitEvent(dev->d.lane[lane], ev->ev, 0), "cudaStreamWaitEvent");
+}
+
+static int cuda_event_query(gpar__event *ev) {
+  cudaError_t e = cudaEventQuery(ev->ev);
+  if (e == cudaSuccess) return 1;
+  if (e == cudaErrorNotReady) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return cuda_check(e, "cudaEventQuery");
+}
+
+static int cuda_event_sync(gpar__event *ev) {
+  return cuda_check(cudaEventSynchronize(ev->ev), "cudaEventSynchronize");
+}
+
+static void cuda_event_release(gpar__event *ev) {
+  if (ev) cuda_event_push(ev->owner, ev);
+}
+
+static int cuda_event_elapsed(gpar__event *start, gpar__event *end, double *ms) {
+  float f = 0.0f;
+  if (!start->timing || !end->timing)
+    return gpar__errorf(GPAR_EINVAL, "cuda: event_elapsed needs events recorded with GPAR__EVENT_TIMING");
+  int st = cuda_check(cudaEventElapsedTime(&f, start->ev, end->ev), "cudaEventElapsedTime");
+  if (st == GPAR_OK) *ms = (double)f;
+  return st;
+}
+
+static int cuda_lane_sync(gpar__bdev *dev, int lane) {
+  return cuda_check(cudaStreamSynchronize(dev->d.lane[lane]), "cudaStreamSynchronize");
+}
+
+/* ---- devices ---- */
+
+static void cuda_dev_destroy(struct cuda_dev *d) {
+  for (int l = 0; l < GPAR__NLANES; l++)
+    if (d->lane[l]) (void)cudaStreamSynchronize(d->lane[l]);
+  if (d->alloc_stream) (void)cudaStreamSynchronize(d->alloc_stream);
+  if (d->blas) (void)cublasDestroy(d->blas);
+  if (d->blas_ws) (void)cudaFree(d->blas_ws);
+  for (int l = 0; l < GPAR__NLANES; l++)
+    if (d->lane[l]) (void)cudaStreamDestroy(d->lane[l]);
+  if (d->alloc_stream) (void)cudaStreamDestroy(d->alloc_stream);
+  cuda_event_pool_destroy(d);
+  if (d->pool) {
+    /* The default pool is process-wide: give back what we cached and restore its threshold. */
+    (void)cudaMemPoolTrimTo(d->pool, 0);
+    (void)cudaMemPoolSetAttribute(d->pool, cudaMemPoolAttrReleaseThreshold, &d->old_threshold);
+  }
+  (void)cudaGetLastError();
+  pthread_mutex_destroy(&d->ev_lock);
+}
+
+static int cuda_device_open(gpar__backend *be, int idx, gpar__bdev **devp) {
+  int st;
+  gpar__bdev *dev = calloc(1, sizeof *dev);
+  if (!dev) return gpar__errorf(GPAR_ENOMEM, "cuda: out of host memory for device %d", idx);
+  struct cuda_dev *d = &dev->d;
+  d->be = be;
+  d->ordinal = idx;
+  pthread_mutex_init(&d->ev_lock, NULL);
+
+  if ((st = cuda_check(cudaSetDevice(idx), "cudaSetDevice"))) goto fail;
+
+  /* Peer access to every device this one can reach (plain cudaMalloc memory, user kernels). */
+  for (int j = 0; j < be->ndev; j++) {
+    if (!cuda_can_access(idx, j)) continue;
+    cudaError_t e = cudaDeviceEnablePeerAccess(j, 0);
+    if (e == cudaErrorPeerAccessAlreadyEnabled) {
+      (void)cudaGetLastError();
+      continue;
+    }
+    if ((st = cuda_check(e, "cudaDeviceEnablePeerAccess"))) goto fail;
+  }
+
+  /* Lanes: non-blocking streams, never synchronised with the legacy default stream. */
+  for (int l = 0; l < GPAR__NLANES; l++)
+    if ((st = cuda_check(cudaStreamCreateWithFlags(&d->lane[l], cudaStreamNonBlocking),
+                         "cudaStreamCreateWithFlags")))
+      goto fail;
+  if ((st = cuda_check(cudaStreamCreateWithFlags(&d->alloc_stream, cudaStreamNonBlocking),
+                       "cudaStreamCreateWithFlags")))
+    goto fail;
+
+  /* Device memory: the default stream-ordered pool, caching everything freed. */
+  {
+    cudaMemPool_t pool;
+    uint64_t keep = UINT64_MAX;
+    if ((st = cuda_check(cudaDeviceGetDefaultMemPool(&pool, idx), "cudaDeviceGetDefaultMemPool"))) goto fail;
+    if ((st = cuda_check(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &d->old_threshold),
+                         "cudaMemPoolGetAttribute")))
+      goto fail;
+    d->pool = pool;
+    if ((st = cuda_check(cudaMemPoolSetAttribute(d->pool, cudaMemPoolAttrReleaseThreshold, &keep),
+                         "cudaMemPoolSetAttribute")))
+      goto fail;
+  }
+  /* Pool memory ignores cudaDeviceEnablePeerAccess: let every peer that can reach this device
+   * read and write its allocations (peer copies run on the source device's lane). */
+  for (int j = 0; j < be->ndev; j++) {
+    if (!cuda_can_access(j, idx)) continue;
+    struct cudaMemAccessDesc acc;
+    memset(&acc, 0, sizeof acc);
+    acc.location.type = cudaMemLocationTypeDevice;
+    acc.location.id = j;
+    acc.flags = cudaMemAccessFlagsProtReadWrite;
+    if ((st = cuda_check(cudaMemPoolSetAccess(d->pool, &acc, 1), "cudaMemPoolSetAccess"))) goto fail;
+  }
+
+  /* cuBLAS on the compute lane, with its own workspace (set after cublasSetStream, which resets it). */
+  if ((st = cublas_check(cublasCreate(&d->blas), "cublasCreate"))) goto fail;
+  if ((st = cublas_check(cublasSetStream(d->blas, d->lane[GPAR__LANE_COMPUTE]), "cublasSetStream")))
+    goto fail;
+  if ((st = cublas_check(cublasSetMathMode(d->blas, be->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
+                         "cublasSetMathMode")))
+    goto fail;
+  if ((st = cuda_check(cudaMalloc(&d->blas_ws, CUDA_BLAS_WORKSPACE), "cudaMalloc(cuBLAS workspace)"))) goto fail;
+  if ((st = cublas_check(cublasSetWorkspace(d->blas, d->blas_ws, CUDA_BLAS_WORKSPACE), "cublasSetWorkspace")))
+    goto fail;
+
+  for (int k = 0; k < 2; k++)
+    for (int i = 0; i < CUDA_EVENT_PREFILL; i++) {
+      gpar__event *ev;
+      if ((st = cuda_event_new(d, k, &ev))) goto fail;
+      cuda_event_push(d, ev);
+    }
+
+  *devp = dev;
+  return GPAR_OK;
+fail:
+  cuda_dev_destroy(d);
+  free(dev);
+  return st;
+}
+
+/* Called after every lane is idle and every event was released. */
+static void cuda_device_close(gpar__bdev *dev) {
+  if (!dev) return;
+  int cur = -1;
+  if (cudaGetDevice(&cur) != cudaSuccess) (void)cudaGetLastError();
+  (void)cudaSetDevice(dev->d.ordinal);
+  cuda_dev_destroy(&dev->d);
+  if (cur >= 0 && cur != dev->d.ordinal) (void)cudaSetDevice(cur);
+  (void)cudaGetLastError();
+  free(dev);
+}
+
+static int cuda_bind_thread(gpar__bdev *dev) {
+  return cuda_check(cudaSetDevice(dev->d.ordinal), "cudaSetDevice");
+}
+
+static int cuda_native(gpar__bdev *dev, int lane, gpar_native *out) {
+  out->backend = "cuda";
+  out->device = dev->d.ordinal; /* backend-local; the core puts the flat-list index here */
+  out->backend_index = dev->d.ordinal;
+  out->stream = (void *)dev->d.lane[lane];
+  out->context = NULL;
+  out->blas = (void *)dev->d.blas;
+  return GPAR_OK;
+}
+
+/* ---- memory ---- */
+
+/* Any thread: the caller's current device is restored. */
+static int cuda_mem_alloc(gpar__bdev *dev, size_t bytes, void **mem) {
+  struct cuda_dev *d = &dev->d;
+  int cur = -1, st;
+  void *p = NULL;
+  if (cudaGetDevice(&cur) != cudaSuccess) (void)cudaGetLastError();
+  if (cur != d->ordinal && (st = cuda_check(cudaSetDevice(d->ordinal), "cudaSetDevice"))) return st;
+  cudaError_t e = cudaMallocAsync(&p, bytes, d->alloc_stream);
+  if (e == cudaErrorMemoryAllocation) {
+    (void)cudaGetLastError();
+    st = gpar__errorf(GPAR_EDEVMEM, "cudaMallocAsync(%zu bytes) on device %d: cudaErrorMemoryAllocation",
+                      bytes, d->ordinal);
+  } else {
+    st = cuda_check(e, "cudaMallocAsync");
+  }
+  /* Synchronising the private alloc stream (nothing else runs on it, so this waits on no
+   * device work) completes the allocation in stream order: the memory is then valid for every
+   * lane without any event between the alloc stream and the lanes. */
+  if (st == GPAR_OK) {
+    st = cuda_check(cudaStreamSynchronize(d->alloc_stream), "cudaStreamSynchronize(alloc stream)");
+    if (st) (void)cudaFreeAsync(p, d->alloc_stream);
+  }
+  if (cur >= 0 && cur != d->ordinal) (void)cudaSetDevice(cur);
+  if (st == GPAR_OK) *mem = p;
+  return st;
+}
+
+/* Any thread; the core calls it only once every op using mem is done. */
+static void cuda_mem_free(gpar__bdev *dev, void *mem) {
+  struct cuda_dev *d = &dev->d;
+  int cur = -1;
+  if (!mem) return;
+  if (cudaGetDevice(&cur) != cudaSuccess) (void)cudaGetLastError();
+  if (cur != d->ordinal) (void)cudaSetDevice(d->ordinal);
+  cudaError_t e = cudaFreeAsync(mem, d->alloc_stream);
+  if (e != cudaSuccess) gpar__log("cuda: cudaFreeAsync on device %d: %s", d->ordinal, cudaGetErrorName(e));
+  if (cur >= 0 && cur != d->ordinal) (void)cudaSetDevice(cur);
+  (void)cudaGetLastError();
+}
+
+static int cuda_host_alloc(gpar__backend *be, size_t bytes, void **ptr) {
+  cudaError_t e = cudaHostAlloc(ptr, bytes, cudaHostAllocPortable);
+  if (e == cudaSuccess) return GPAR_OK;
+  (void)cudaGetLastError();
+  *ptr = NULL;
+  return gpar__errorf(GPAR_ENOMEM, "cudaHostAlloc(%zu bytes): %s (%s)", bytes, cudaGetErrorName(e),
+                      cudaGetErrorString(e));
+}
+
+static void cuda_host_free(gpar__backend *be, void *ptr) {
+  if (ptr && cudaFreeHost(ptr) != cudaSuccess) (void)cudaGetLastError();
+}
+
+/* ---- work on lanes (hot path: no allocation, no cudaSetDevice) ---- */
+
+static int cuda_copy(gpar__bdev *dev, int lane, const gpar__copy_args *a) {
+  struct cuda_dev *d = &dev->d;
+  cudaStream_t s = d->lane[lane];
+  void *dst = (char *)a->dst + a->dst_off;
+  const void *src = (const char *)a->src + a->src_off;
+  switch (a->kind) {
+  case GPAR__COPY_H2D:
+    return cuda_check(cudaMemcpyAsync(dst, src, a->bytes, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync(H2D)");
+  case GPAR__COPY_D2H:
+    return cuda_check(cudaMemcpyAsync(dst, src, a->bytes, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync(D2H)");
+  case GPAR__COPY_D2D:
+    return cuda_check(cudaMemcpyAsync(dst, src, a->bytes, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync(D2D)");
+  case GPAR__COPY_PEER:
+    if (!a->peer) return gpar__errorf(GPAR_EINVAL, "cuda: peer copy without a destination device");
+    return cuda_check(cudaMemcpyPeerAsync(dst, a->peer->d.ordinal, src, d->ordinal, a->bytes, s),
+                      "cudaMemcpyPeerAsync");
+  default:
+    return gpar__errorf(GPAR_ENOTSUP, "cuda: copy kind %d not supported", (int)a->kind);
+  }
+}
+
+static int cuda_fill(gpar__bdev *dev, int lane, void *mem, size_t off, size_t bytes, unsigned char value) {
+  return cuda_check(cudaMemsetAsync((char *)mem + off, value, bytes, dev->d.lane[lane]), "cudaMemsetAsync");
+}
+
+static int cuda_gemm(gpar__bdev *dev, int lane, const gpar__gemm_args *a) {
+  struct cuda_dev *d = &dev->d;
+  cublasOperation_t ta = a->trans_a == GPAR_TRANS ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t tb = a->trans_b == GPAR_TRANS ? CUBLAS_OP_T : CUBLAS_OP_N;
+  if (lane != GPAR__LANE_COMPUTE)
+    return gpar__errorf(GPAR_EINVAL, "cuda: gemm on lane %d; the cuBLAS handle is bound to the compute lane", lane);
+  if (a->elem_size == 4) {
+    const float alpha = (float)a->alpha, beta = (float)a->beta;
+    return cublas_check(cublasSgemm(d->blas, ta, tb, a->m, a->n, a->k, &alpha, (const float *)a->a + a->a_off,
+                                    a->lda, (const float *)a->b + a->b_off, a->ldb, &beta,
+                                    (float *)a->c + a->c_off, a->ldc),
+                        "cublasSgemm");
+  }
+  if (a->elem_size == 8) {
+    const double alpha = a->alpha, beta = a->beta;
+    return cublas_check(cublasDgemm(d->blas, ta, tb, a->m, a->n, a->k, &alpha, (const double *)a->a + a->a_off,
+                                    a->lda, (const double *)a->b + a->b_off, a->ldb, &beta,
+                                    (double *)a->c + a->c_off, a->ldc),
+                        "cublasDgemm");
+  }
+  return gpar__errorf(GPAR_EINVAL, "cuda: gemm element size %d", a->elem_size);
+}
+
+const gpar__backend_ops gpar__cuda_backend = {
+    .name = "cuda",
+    .id = GPAR_BACKEND_CUDA,
+    .ordered_by_events = 1,
+    .open = cuda_open,
+    .close = cuda_close,
+    .device_info = cuda_device_info,
+    .device_open = cuda_device_open,
+    .device_close = cuda_device_close,
+    .bind_thread = cuda_bind_thread,
+    .native = cuda_native,
+    .mem_alloc = cuda_mem_alloc,
+    .mem_free = cuda_mem_free,
+    .host_alloc = cuda_host_alloc,
+    .host_free = cuda_host_free,
+    .copy = cuda_copy,
+    .fill = cuda_fill,
+    .gemm = cuda_gemm,
+    .peer_ok = cuda_peer_ok,
+    .event_record = cuda_event_record,
+    .event_wait = cuda_event_wait,
+    .event_query = cuda_event_query,
+    .event_sync = cuda_event_sync,
+    .event_release = cuda_event_release,
+    .event_elapsed = cuda_event_elapsed,
+    .can_wait = cuda_can_wait,
+    .lane_sync = cuda_lane_sync,
+};

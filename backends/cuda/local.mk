@@ -1,0 +1,11 @@
+# backends/cuda/local.mk: the CUDA backend (plain C over cudart + cuBLAS), built when configure
+# found the toolkit.
+EXTRA_DIST += backends/cuda/cuda_backend.c
+if HAVE_CUDA
+noinst_LTLIBRARIES += libgpar_cuda.la
+libgpar_cuda_la_SOURCES = backends/cuda/cuda_backend.c
+libgpar_cuda_la_CPPFLAGS = $(LIB_CPPFLAGS) $(CUDA_CPPFLAGS)
+libgpar_cuda_la_CFLAGS = $(LIB_CFLAGS)
+libgpar_la_LIBADD += libgpar_cuda.la $(CUDA_LIBS)
+libgpar_la_LDFLAGS += $(CUDA_LDFLAGS)
+endif

@@ -1,0 +1,119 @@
+/* host_backend.c: the CPU as a device, the reference and the fallback. Ops run to completion on
+ * the core's CPU worker threads (ordered_by_events = 0): copies are memcpy, fill is memset, GEMM
+ * is CBLAS from OpenBLAS. OpenBLAS runs single-threaded inside each op, so parallelism comes
+ * from running independent ops on different workers rather than from oversubscribed cores. */
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend.h"
+
+struct gpar__backend {
+  int unused;
+};
+
+static void read_cpuinfo(const char *key, char *out, size_t n) {
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  char line[256];
+  size_t klen = strlen(key);
+  if (!f) return;
+  while (fgets(line, sizeof line, f))
+    if (!strncmp(line, key, klen)) {
+      char *v = strchr(line, ':');
+      if (v) {
+        v += 1 + (v[1] == ' ');
+        v[strcspn(v, "\n")] = 0;
+        snprintf(out, n, "%s", v);
+      }
+      break;
+    }
+  fclose(f);
+}
+
+static int host_open(const gpar_config *cfg, gpar__backend **be, int *ndev) {
+  static struct gpar__backend instance;
+  openblas_set_num_threads(1);
+  *be = &instance;
+  *ndev = 1;
+  return GPAR_OK;
+}
+
+static void host_close(gpar__backend *be) {}
+
+static int host_device_info(gpar__backend *be, int idx, gpar_device_props *info) {
+  memset(info, 0, sizeof *info);
+  snprintf(info->backend, sizeof info->backend, "host");
+  info->backend_id = GPAR_BACKEND_HOST;
+  snprintf(info->vendor, sizeof info->vendor, "unknown");
+  snprintf(info->name, sizeof info->name, "CPU");
+  read_cpuinfo("vendor_id", info->vendor, sizeof info->vendor);
+  read_cpuinfo("model name", info->name, sizeof info->name);
+  info->type = GPAR_DEVICE_CPU;
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  info->memory_bytes = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  info->compute_units = n > 0 ? (int)n : 1;
+  return GPAR_OK;
+}
+
+static int host_device_open(gpar__backend *be, int idx, gpar__bdev **dev) {
+  *dev = (gpar__bdev *)be;
+  return GPAR_OK;
+}
+
+static void host_device_close(gpar__bdev *dev) {}
+
+static int host_native(gpar__bdev *dev, int lane, gpar_native *out) {
+  out->backend = "host";
+  return GPAR_OK;
+}
+
+static int host_mem_alloc(gpar__bdev *dev, size_t bytes, void **mem) {
+  size_t rounded = (bytes + 63) / 64 * 64;
+  if (rounded < bytes || !(*mem = aligned_alloc(64, rounded)))
+    return gpar__errorf(GPAR_ENOMEM, "host device: cannot allocate %zu bytes", bytes);
+  return GPAR_OK;
+}
+
+static void host_mem_free(gpar__bdev *dev, void *mem) { free(mem); }
+
+static int host_copy(gpar__bdev *dev, int lane, const gpar__copy_args *a) {
+  memcpy((char *)a->dst + a->dst_off, (const char *)a->src + a->src_off, a->bytes);
+  return GPAR_OK;
+}
+
+static int host_fill(gpar__bdev *dev, int lane, void *mem, size_t off, size_t bytes, unsigned char value) {
+  memset((char *)mem + off, value, bytes);
+  return GPAR_OK;
+}
+
+static int host_gemm(gpar__bdev *dev, int lane, const gpar__gemm_args *g) {
+  enum CBLAS_TRANSPOSE ta = g->trans_a == GPAR_TRANS ? CblasTrans : CblasNoTrans;
+  enum CBLAS_TRANSPOSE tb = g->trans_b == GPAR_TRANS ? CblasTrans : CblasNoTrans;
+  if (g->elem_size == 4)
+    cblas_sgemm(CblasColMajor, ta, tb, g->m, g->n, g->k, (float)g->alpha, (const float *)g->a + g->a_off, g->lda,
+                (const float *)g->b + g->b_off, g->ldb, (float)g->beta, (float *)g->c + g->c_off, g->ldc);
+  else
+    cblas_dgemm(CblasColMajor, ta, tb, g->m, g->n, g->k, g->alpha, (const double *)g->a + g->a_off, g->lda,
+                (const double *)g->b + g->b_off, g->ldb, g->beta, (double *)g->c + g->c_off, g->ldc);
+  return GPAR_OK;
+}
+
+const gpar__backend_ops gpar__host_backend = {
+    .name = "host",
+    .id = GPAR_BACKEND_HOST,
+    .ordered_by_events = 0,
+    .open = host_open,
+    .close = host_close,
+    .device_info = host_device_info,
+    .device_open = host_device_open,
+    .device_close = host_device_close,
+    .native = host_native,
+    .mem_alloc = host_mem_alloc,
+    .mem_free = host_mem_free,
+    .copy = host_copy,
+    .fill = host_fill,
+    .gemm = host_gemm,
+};

@@ -1,0 +1,136 @@
+/* backend.h: the one table of function pointers through which the device-neutral core drives a
+ * backend (host CPU, CUDA, OpenCL). Backends hold no dependency logic: the core decides order,
+ * picks the lane, makes lanes wait on producers' events and retires ops when events complete. */
+#ifndef GPAR_CORE_BACKEND_H
+#define GPAR_CORE_BACKEND_H
+
+#include <stddef.h>
+#include "gpar.h"
+
+#define GPAR__HIDDEN __attribute__((visibility("hidden")))
+
+/* Lanes of one device: in-order streams / queues. Copies never share the compute lane. */
+enum gpar__lane {
+  GPAR__LANE_COMPUTE = 0, /* GEMM, fill, d2d copies, user functions */
+  GPAR__LANE_H2D = 1,     /* host-to-device copies */
+  GPAR__LANE_D2H = 2,     /* device-to-host copies */
+  GPAR__LANE_PEER = 3,    /* device-to-device copies between two devices (run on the source) */
+  GPAR__NLANES = 4
+};
+
+typedef struct gpar__backend gpar__backend; /* one backend instance (opaque to the core) */
+typedef struct gpar__bdev gpar__bdev;       /* one opened device of a backend (opaque) */
+typedef struct gpar__event gpar__event;     /* one recorded event (opaque, pooled by the backend) */
+
+/* What a copy moves. Device memory is the handle mem_alloc returned (CUDA device pointer,
+ * cl_mem); host memory is a plain pointer. Offsets are in bytes. */
+typedef enum {
+  GPAR__COPY_H2D,  /* dst: device memory of this device; src: host pointer */
+  GPAR__COPY_D2H,  /* dst: host pointer; src: device memory of this device */
+  GPAR__COPY_D2D,  /* both device memory of this device */
+  GPAR__COPY_PEER, /* src: device memory of this device; dst: device memory of peer */
+  GPAR__COPY_H2H   /* host backend only: memcpy */
+} gpar__copy_kind;
+
+typedef struct gpar__copy_args {
+  gpar__copy_kind kind;
+  void *dst;
+  size_t dst_off;
+  void *src;
+  size_t src_off;
+  size_t bytes;
+  gpar__bdev *peer; /* GPAR__COPY_PEER: the destination device */
+} gpar__copy_args;
+
+/* A GEMM in BLAS column-major form; offsets in elements; elem_size 4 (float) or 8 (double). */
+typedef struct gpar__gemm_args {
+  int elem_size;
+  gpar_trans trans_a, trans_b;
+  int m, n, k;
+  double alpha, beta;
+  void *a;
+  size_t a_off;
+  int lda;
+  void *b;
+  size_t b_off;
+  int ldb;
+  void *c;
+  size_t c_off;
+  int ldc;
+} gpar__gemm_args;
+
+/* Flags for event_record. */
+enum { GPAR__EVENT_TIMING = 1 };
+
+/* The table. Every call returns a gpar status; on failure it calls gpar__errorf() so the
+ * message names the vendor call and error (e.g. "cudaMemcpyAsync: cudaErrorInvalidValue").
+ * Entries marked optional may be NULL. Calls on one gpar__bdev come from that device's
+ * dispatcher thread only (mem_alloc/mem_free/native/lane_sync may come from any thread and must
+ * be thread-safe). Event calls may come from the device's completion thread. */
+typedef struct gpar__backend_ops {
+  const char *name; /* "host", "cuda", "opencl" */
+  int id;           /* GPAR_BACKEND_* */
+  /* 1: ops are enqueued on lanes and ordered by events (GPU backends). 0: ops run to completion
+   * synchronously in the call (host backend), on the core's CPU worker threads. */
+  int ordered_by_events;
+
+  /* Probe. *ndev = 0 with GPAR_OK when the backend finds no device (reason: gpar__log). */
+  int (*open)(const gpar_config *cfg, gpar__backend **be, int *ndev);
+  void (*close)(gpar__backend *be);
+  /* Fill info; peer_mask uses backend-local indices (the core remaps it to the flat list). */
+  int (*device_info)(gpar__backend *be, int idx, gpar_device_props *info);
+  /* Create lanes (non-blocking streams / in-order queues), BLAS handles, pools. */
+  int (*device_open)(gpar__backend *be, int idx, gpar__bdev **dev);
+  void (*device_close)(gpar__bdev *dev); /* after every lane is idle */
+  /* Bind the calling thread to the device (cudaSetDevice); optional. */
+  int (*bind_thread)(gpar__bdev *dev);
+  /* Native handles of a lane, for user functions. */
+  int (*native)(gpar__bdev *dev, int lane, gpar_native *out);
+
+  /* Device memory. Must not synchronise the device (pool / stream-ordered). */
+  int (*mem_alloc)(gpar__bdev *dev, size_t bytes, void **mem);
+  void (*mem_free)(gpar__bdev *dev, void *mem);
+  /* Pinned host memory usable by every device of every backend; optional (core falls back). */
+  int (*host_alloc)(gpar__backend *be, size_t bytes, void **ptr);
+  void (*host_free)(gpar__backend *be, void *ptr);
+
+  /* Work on a lane. GPU backends enqueue and return; the host backend runs it. */
+  int (*copy)(gpar__bdev *dev, int lane, const gpar__copy_args *a);
+  int (*fill)(gpar__bdev *dev, int lane, void *mem, size_t off, size_t bytes, unsigned char value);
+  int (*gemm)(gpar__bdev *dev, int lane, const gpar__gemm_args *a);
+  /* Direct device-to-device copies from backend device src_idx to dst_idx possible. */
+  int (*peer_ok)(gpar__backend *be, int src_idx, int dst_idx);
+
+  /* Events (ordered_by_events backends only). */
+  /* Record an event after all work enqueued so far on the lane. */
+  int (*event_record)(gpar__bdev *dev, int lane, unsigned flags, gpar__event **ev);
+  /* Make the lane wait (on the device, not the host) until ev has completed. ev may come from
+   * another device for which can_wait() said yes. */
+  int (*event_wait)(gpar__bdev *dev, int lane, gpar__event *ev);
+  /* 1 done, 0 pending, negative status when the work before it failed. */
+  int (*event_query)(gpar__event *ev);
+  /* Block the calling thread until ev completes; GPAR_OK or the failure. */
+  int (*event_sync)(gpar__event *ev);
+  /* Return ev to the pool. */
+  void (*event_release)(gpar__event *ev);
+  /* Milliseconds between two timing events (optional). */
+  int (*event_elapsed)(gpar__event *start, gpar__event *end, double *ms);
+  /* Can a lane of device consumer_idx wait on an event recorded on producer_idx? */
+  int (*can_wait)(gpar__backend *be, int producer_idx, int consumer_idx);
+  /* Block until every op enqueued on the lane is done (error paths and shutdown only). */
+  int (*lane_sync)(gpar__bdev *dev, int lane);
+} gpar__backend_ops;
+
+/* The backends compiled in (each defined in its folder; listed by core/backends.c). */
+extern const gpar__backend_ops gpar__host_backend GPAR__HIDDEN;
+/* GPU backends are weak: their address is NULL when configure left them out, so the core needs
+ * no build-time #if to list them. */
+extern const gpar__backend_ops gpar__cuda_backend GPAR__HIDDEN __attribute__((weak));
+extern const gpar__backend_ops gpar__opencl_backend GPAR__HIDDEN __attribute__((weak));
+
+/* Record a failure message for the calling thread and return status (printf-style). */
+GPAR__HIDDEN int gpar__errorf(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Diagnostics on stderr (e.g. "cuda: no device: cudaErrorInsufficientDriver"), unless quiet. */
+GPAR__HIDDEN void gpar__log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

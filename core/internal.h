@@ -1,0 +1,239 @@
+/* internal.h: the core's private types: engine, devices, buffers, operations and the queues
+ * between the submitting threads, the per-device dispatchers and the completion threads.
+ * Knows no vendor API: backends are reached only through gpar__backend_ops (backend.h). */
+#ifndef GPAR_CORE_INTERNAL_H
+#define GPAR_CORE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "backend.h"
+
+#define GPAR__MAX_ENGINES 64
+#define GPAR__INLINE 4
+
+typedef struct gpar__op gpar__op;
+typedef struct gpar__buf gpar__buf;
+typedef struct gpar__device gpar__device;
+
+/* Access modes of an op on a buffer. */
+enum { GPAR__READ = 1, GPAR__WRITE = 2 };
+
+/* Edge flags between a producer and a consumer op. */
+enum {
+  GPAR__EDGE_DATA = 1,   /* the consumer reads what the producer wrote: failures propagate */
+  GPAR__EDGE_EVENT = 2   /* ordered on the device (consumer's lane waits on producer's event) */
+};
+
+/* Op kinds. */
+enum {
+  GPAR__OP_COPY,   /* u.copy on dev's lane */
+  GPAR__OP_FILL,   /* u.fill */
+  GPAR__OP_GEMM,   /* u.gemm */
+  GPAR__OP_USER,   /* u.user */
+  GPAR__OP_NOP     /* orders only (e.g. release of a staging buffer) */
+};
+
+/* Op lifecycle (engine lock). */
+enum {
+  GPAR__ST_WAITING,    /* producers unmet */
+  GPAR__ST_READY,      /* in its device's queue */
+  GPAR__ST_DISPATCHED, /* enqueued on a lane, event recorded (or ran, on the CPU) */
+  GPAR__ST_DONE,       /* device finished; waits for its producers to retire */
+  GPAR__ST_RETIRED     /* finished, successors released */
+};
+
+typedef struct gpar__edge {
+  gpar__op *op;
+  int flags;
+} gpar__edge;
+
+/* Small vector with inline storage. */
+typedef struct gpar__edges {
+  int n, cap;
+  gpar__edge *v;
+  gpar__edge inl[GPAR__INLINE];
+} gpar__edges;
+
+typedef struct gpar__access {
+  gpar__buf *buf;
+  int mode;
+} gpar__access;
+
+struct gpar__op {
+  gpar__op *next;                     /* device queue / free list */
+  gpar__op *lane_next;                /* completion FIFO of its lane */
+  gpar__op *inflight_prev, *inflight_next; /* engine's in-flight list, submission order */
+  uint64_t seq;
+  int kind;
+  int state;
+  int status;
+  atomic_int dep_failed;  /* a producer whose data this op reads failed */
+  int async_status;       /* failure reported by the device's event (completion thread) */
+  char *async_msg;
+  int refs;
+  int unmet;           /* producers not yet dispatched (event edges) or retired (others) */
+  int unretired;       /* producers not yet retired */
+  int lane;
+  const char *name;    /* for traces */
+  gpar__device *dev;
+  gpar__event *event;  /* recorded after the op on its lane */
+  gpar__event *start_event; /* tracing only */
+  gpar__edges prods;   /* producers (refs held until dispatch) */
+  gpar__edges succs;   /* consumers */
+  int nacc;
+  gpar__access acc[GPAR__INLINE];
+  gpar__access *acc_more;
+  void *staging;       /* pinned staging freed at retire (gpar_write) */
+  size_t staging_bytes;
+  char *errmsg;        /* detail of a failure */
+  double t_submit, t_dispatch, t_start, t_end; /* seconds, tracing */
+  union {
+    gpar__copy_args copy;
+    struct { void *mem; size_t off, bytes; unsigned char value; } fill;
+    gpar__gemm_args gemm;
+    struct { gpar_user_fn fn; void *arg; } user;
+  } u;
+};
+
+/* A multi-producer queue of ready ops consumed by one or more threads that spin briefly
+ * before sleeping. */
+typedef struct gpar__queue {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  gpar__op *head, *tail;
+  atomic_int count;
+  int sleepers;
+  int stop;
+} gpar__queue;
+
+struct gpar__device {
+  int index;                   /* flat index */
+  int bidx;                    /* backend-local index */
+  const gpar__backend_ops *ops;
+  gpar__backend *be;
+  gpar__bdev *bdev;
+  gpar_device_props info;
+  gpar_engine *eng;
+  gpar__queue ready;
+  int nthreads;
+  pthread_t *threads;          /* dispatcher (GPU) or workers (CPU) */
+  /* completion (event backends): per-lane FIFO of dispatched ops */
+  pthread_t completer;
+  pthread_mutex_t cmu;
+  pthread_cond_t ccv;
+  gpar__op *lane_head[GPAR__NLANES], *lane_tail[GPAR__NLANES];
+  int cstop;
+  double trace_t0;             /* host time of trace_ref */
+  gpar__event *trace_ref;
+};
+
+struct gpar__buf {
+  uint64_t id;
+  gpar_engine *eng;
+  gpar__device *dev;           /* NULL: pinned host memory (GPAR_HOST) */
+  int host_memory;             /* 1 when host code can touch mem */
+  void *mem;                   /* device handle or host pointer */
+  size_t bytes;
+  int released;
+  int pending;                 /* ops in flight that access it */
+  gpar__op *writer;            /* last writer not yet retired */
+  int nreaders, capreaders;
+  gpar__op **readers;          /* readers since that write, not yet retired */
+  int status;                  /* status of the last retired writer */
+  char *errmsg;
+};
+
+/* Pinned host memory pool (pinned.c). */
+typedef struct gpar__pinned_pool {
+  pthread_mutex_t mu;
+  const gpar__backend_ops *ops; /* provider (NULL: plain aligned host memory) */
+  gpar__backend *be;
+  void *free_lists[128];      /* by size class: 4 classes per power of two from 4 KiB */
+  size_t held, limit;
+} gpar__pinned_pool;
+
+typedef struct gpar__trace_rec {
+  const char *name;
+  int dev, lane;
+  double ts, dur, submit;
+} gpar__trace_rec;
+
+enum {
+  GPAR__FAULT_ALLOC, GPAR__FAULT_PINNED, GPAR__FAULT_COPY, GPAR__FAULT_GEMM, GPAR__FAULT_FILL,
+  GPAR__FAULT_USER, GPAR__FAULT_EVENT, GPAR__FAULT_COMPLETION, GPAR__FAULT_KINDS
+};
+
+struct gpar_engine {
+  int slot;
+  uint32_t gen;
+  atomic_int alive;
+  pthread_mutex_t mu;           /* dependency bookkeeping */
+  pthread_cond_t retire_cv;
+  int nwaiters;
+  gpar_config cfg;
+  int ndev;
+  gpar__device **devs;
+  gpar__device *host_dev;
+  struct { const gpar__backend_ops *ops; gpar__backend *be; } backends[3];
+  int nbackends;
+  /* buffers */
+  gpar__buf **slots;
+  uint32_t *slot_gen;
+  uint32_t nslots, capslots;
+  uint32_t *free_slots;
+  uint32_t nfree;
+  /* ops */
+  gpar__op *op_free;
+  gpar__op *inflight_head, *inflight_tail;
+  uint64_t seq;
+  int first_error;
+  char *first_errmsg;
+  gpar_stats stats;
+  atomic_long events_live;
+  gpar__pinned_pool pinned;
+  /* tracing */
+  int tracing;
+  gpar__trace_rec *trace;
+  size_t ntrace, captrace;
+  double t0;
+  /* fault injection */
+  atomic_ulong fault_at[GPAR__FAULT_KINDS];
+};
+
+/* engine.c */
+GPAR__HIDDEN gpar_engine *gpar__engine_check(gpar_engine *eng, int *status);
+GPAR__HIDDEN int gpar__buf_lookup(uint64_t id, gpar__buf **out, gpar_engine **eng_out);
+GPAR__HIDDEN int gpar__buf_get_locked(gpar_engine *eng, uint64_t id, gpar__buf **b);
+GPAR__HIDDEN void gpar__buf_free_locked(gpar_engine *eng, gpar__buf *b);
+GPAR__HIDDEN gpar__op *gpar__op_new(gpar_engine *eng);
+GPAR__HIDDEN int gpar__op_add_access(gpar__op *op, gpar__buf *buf, int mode);
+GPAR__HIDDEN int gpar__op_submit(gpar_engine *eng, gpar__op *op, int keep);
+GPAR__HIDDEN void gpar__op_discard(gpar_engine *eng, gpar__op *op);
+GPAR__HIDDEN int gpar__wait_op(gpar_engine *eng, gpar__op *op);
+GPAR__HIDDEN void gpar__op_unref_locked(gpar_engine *eng, gpar__op *op);
+GPAR__HIDDEN int gpar__buffer_alloc(gpar_engine *eng, gpar__device *dev, size_t bytes, void **mem);
+GPAR__HIDDEN void gpar__buffer_free_mem(gpar_engine *eng, gpar__device *dev, void *mem);
+GPAR__HIDDEN int gpar__buffer_register_locked(gpar_engine *eng, gpar__device *dev, size_t bytes, void *mem, gpar__buf **out);
+GPAR__HIDDEN int gpar__fault(gpar_engine *eng, int kind);
+GPAR__HIDDEN double gpar__now(void);
+GPAR__HIDDEN extern _Thread_local int gpar__in_op;
+
+/* pinned.c */
+GPAR__HIDDEN void gpar__pinned_init(gpar__pinned_pool *p, const gpar__backend_ops *ops, gpar__backend *be, size_t limit);
+GPAR__HIDDEN int gpar__pinned_alloc(gpar_engine *eng, size_t bytes, void **ptr);
+GPAR__HIDDEN void gpar__pinned_free(gpar__pinned_pool *p, void *ptr);
+GPAR__HIDDEN void gpar__pinned_destroy(gpar__pinned_pool *p);
+
+/* trace.c */
+GPAR__HIDDEN void gpar__trace_op(gpar_engine *eng, gpar__op *op);
+GPAR__HIDDEN void gpar__trace_write(gpar_engine *eng);
+
+/* error.c */
+GPAR__HIDDEN void gpar__set_quiet(int quiet);
+GPAR__HIDDEN const char *gpar__error_msg(void);
+GPAR__HIDDEN void gpar__set_error_msg(int status, const char *msg);
+
+#endif

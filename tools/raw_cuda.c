@@ -1,0 +1,181 @@
+/* raw_cuda.c: the hand-written CUDA + cuBLAS loop gpar-bench compares libgpar against (the D2L
+ * "Automatic Parallelism" experiments): one host thread, per device a compute and a copy stream. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cuda_runtime_api.h>
+#include <cublas_v2.h>
+
+#include "raw.h"
+
+/* Everything one device needs; zeroed = nothing to free. */
+struct raw_dev {
+  int ordinal;
+  cudaStream_t compute, copy;
+  cublasHandle_t blas;
+  cudaEvent_t done; /* re-recorded per GEMM: cudaStreamWaitEvent takes the record current at the call */
+  float *a, *b;
+  float *c;       /* ncs results of n*n floats */
+  int ncs;
+  float *host;    /* pinned, iters results of n*n floats (copy modes) */
+};
+
+static int raw_cuda_ok(cudaError_t e, const char *what, int dev) {
+  if (e == cudaSuccess) return 1;
+  fprintf(stderr, "raw_cuda: %s on device %d: %s (%s)\n", what, dev, cudaGetErrorName(e), cudaGetErrorString(e));
+  return 0;
+}
+
+static int raw_blas_ok(cublasStatus_t s, const char *what, int dev) {
+  if (s == CUBLAS_STATUS_SUCCESS) return 1;
+  fprintf(stderr, "raw_cuda: %s on device %d: %s (%s)\n", what, dev, cublasGetStatusName(s), cublasGetStatusString(s));
+  return 0;
+}
+
+#define RAW_CK(call, what, dev) \
+  do {                          \
+    if (!raw_cuda_ok((call), (what), (dev))) goto fail; \
+  } while (0)
+#define RAW_BK(call, what, dev) \
+  do {                          \
+    if (!raw_blas_ok((call), (what), (dev))) goto fail; \
+  } while (0)
+
+static double raw_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void raw_dev_free(struct raw_dev *r) {
+  if (cudaSetDevice(r->ordinal) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return;
+  }
+  if (r->compute) (void)cudaStreamSynchronize(r->compute);
+  if (r->copy) (void)cudaStreamSynchronize(r->copy);
+  if (r->blas) (void)cublasDestroy(r->blas);
+  if (r->done) (void)cudaEventDestroy(r->done);
+  if (r->compute) (void)cudaStreamDestroy(r->compute);
+  if (r->copy) (void)cudaStreamDestroy(r->copy);
+  if (r->a) (void)cudaFree(r->a);
+  if (r->b) (void)cudaFree(r->b);
+  if (r->c) (void)cudaFree(r->c);
+  if (r->host) (void)cudaFreeHost(r->host);
+  (void)cudaGetLastError();
+}
+
+/* Enqueue step i on one device: the GEMM and/or the copy of its result, as the mode says. */
+static int raw_step(const gpar_raw_case *c, struct raw_dev *r, int i, const float *alpha, const float *beta) {
+  const size_t nn = (size_t)c->n * (size_t)c->n;
+  float *ci = r->c + (r->ncs > 1 ? (size_t)i * nn : 0);
+  if (c->mode != GPAR_RAW_COPY) {
+    RAW_BK(cublasSgemm(r->blas, CUBLAS_OP_N, CUBLAS_OP_N, c->n, c->n, c->n, alpha, r->a, c->n, r->b, c->n, beta,
+                       ci, c->n),
+           "cublasSgemm", r->ordinal);
+  }
+  if (c->mode == GPAR_RAW_GEMM_COPY) {
+    RAW_CK(cudaEventRecord(r->done, r->compute), "cudaEventRecord", r->ordinal);
+    RAW_CK(cudaStreamWaitEvent(r->copy, r->done, 0), "cudaStreamWaitEvent", r->ordinal);
+  }
+  if (c->mode != GPAR_RAW_GEMM) {
+    RAW_CK(cudaMemcpyAsync(r->host + (size_t)i * nn, ci, nn * sizeof(float), cudaMemcpyDeviceToHost, r->copy),
+           "cudaMemcpyAsync(D2H)", r->ordinal);
+  }
+  return 0;
+fail:
+  return -1;
+}
+
+static int raw_sync_all(struct raw_dev *rd, int ndev) {
+  for (int d = 0; d < ndev; d++) {
+    RAW_CK(cudaStreamSynchronize(rd[d].compute), "cudaStreamSynchronize(compute)", rd[d].ordinal);
+    RAW_CK(cudaStreamSynchronize(rd[d].copy), "cudaStreamSynchronize(copy)", rd[d].ordinal);
+  }
+  return 0;
+fail:
+  return -1;
+}
+
+int gpar_raw_cuda(const gpar_raw_case *c, double *seconds) {
+  const float alpha = 1.0f, beta = 0.0f;
+  struct raw_dev *rd;
+  int ret = -1, ndev;
+  size_t nn;
+
+  if (!c || !seconds || c->n <= 0 || c->iters <= 0 || c->ndev <= 0 || !c->devs ||
+      c->mode < GPAR_RAW_GEMM || c->mode > GPAR_RAW_COPY) {
+    fprintf(stderr, "raw_cuda: invalid case\n");
+    return -1;
+  }
+  ndev = c->ndev;
+  nn = (size_t)c->n * (size_t)c->n;
+  rd = calloc((size_t)ndev, sizeof *rd);
+  if (!rd) {
+    fprintf(stderr, "raw_cuda: out of host memory\n");
+    return -1;
+  }
+  for (int d = 0; d < ndev; d++) rd[d].ordinal = c->devs[d];
+
+  /* Setup (untimed). */
+  for (int d = 0; d < ndev; d++) {
+    struct raw_dev *r = &rd[d];
+    const int o = r->ordinal;
+    /* Results that get copied stay distinct (one C per GEMM); otherwise one C is reused. */
+    r->ncs = c->mode == GPAR_RAW_GEMM ? 1 : c->iters;
+    RAW_CK(cudaSetDevice(o), "cudaSetDevice", o);
+    RAW_CK(cudaStreamCreateWithFlags(&r->compute, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", o);
+    RAW_CK(cudaStreamCreateWithFlags(&r->copy, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", o);
+    RAW_CK(cudaEventCreateWithFlags(&r->done, cudaEventDisableTiming), "cudaEventCreateWithFlags", o);
+    RAW_BK(cublasCreate(&r->blas), "cublasCreate", o);
+    RAW_BK(cublasSetStream(r->blas, r->compute), "cublasSetStream", o);
+    RAW_BK(cublasSetMathMode(r->blas, c->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
+           "cublasSetMathMode", o);
+    RAW_CK(cudaMalloc((void **)&r->a, nn * sizeof(float)), "cudaMalloc(A)", o);
+    RAW_CK(cudaMalloc((void **)&r->b, nn * sizeof(float)), "cudaMalloc(B)", o);
+    RAW_CK(cudaMalloc((void **)&r->c, (size_t)r->ncs * nn * sizeof(float)), "cudaMalloc(C)", o);
+    /* Byte 0x3c everywhere: every float is 0x3c3c3c3c ~ 0.0115, small and finite. */
+    RAW_CK(cudaMemsetAsync(r->a, 0x3c, nn * sizeof(float), r->compute), "cudaMemsetAsync(A)", o);
+    RAW_CK(cudaMemsetAsync(r->b, 0x3c, nn * sizeof(float), r->compute), "cudaMemsetAsync(B)", o);
+    RAW_CK(cudaMemsetAsync(r->c, 0, (size_t)r->ncs * nn * sizeof(float), r->compute), "cudaMemsetAsync(C)", o);
+    if (c->mode != GPAR_RAW_GEMM) {
+      RAW_CK(cudaHostAlloc((void **)&r->host, (size_t)c->iters * nn * sizeof(float), cudaHostAllocPortable),
+             "cudaHostAlloc", o);
+      /* Touch every page now so the timed copies never fault them in. */
+      memset(r->host, 0, (size_t)c->iters * nn * sizeof(float));
+    }
+  }
+
+  /* Warm-up: one GEMM (and one copy) per device: cuBLAS heuristics, kernel load, copy path. */
+  for (int d = 0; d < ndev; d++) {
+    RAW_CK(cudaSetDevice(rd[d].ordinal), "cudaSetDevice", rd[d].ordinal);
+    if (c->mode != GPAR_RAW_GEMM) {
+      const gpar_raw_case both = {c->n, c->iters, GPAR_RAW_GEMM_COPY, c->tf32, c->devs, c->ndev};
+      if (raw_step(&both, &rd[d], 0, &alpha, &beta)) goto fail;
+    } else if (raw_step(c, &rd[d], 0, &alpha, &beta)) {
+      goto fail;
+    }
+  }
+  if (raw_sync_all(rd, ndev)) goto fail;
+
+  /* Timed part: everything enqueued from this thread, one wait at the end. */
+  {
+    const double t0 = raw_now();
+    for (int i = 0; i < c->iters; i++)
+      for (int d = 0; d < ndev; d++) {
+        if (ndev > 1) RAW_CK(cudaSetDevice(rd[d].ordinal), "cudaSetDevice", rd[d].ordinal);
+        if (raw_step(c, &rd[d], i, &alpha, &beta)) goto fail;
+      }
+    if (raw_sync_all(rd, ndev)) goto fail;
+    *seconds = raw_now() - t0;
+  }
+  ret = 0;
+
+fail:
+  for (int d = 0; d < ndev; d++) raw_dev_free(&rd[d]);
+  free(rd);
+  return ret;
+}
