@@ -292,6 +292,8 @@ int gpar__op_submit(gpar_engine *eng, gpar__op *op, int keep) {
     gpar__buf *b = a->buf;
     /* A read depends on the data of the last writer; a pure overwrite only follows it. */
     if (b->writer) st = add_edge(b->writer, op, (a->mode & GPAR__READ) != 0);
+    else if ((a->mode & GPAR__READ) && b->status != GPAR_OK) /* its last writer failed */
+      atomic_store(&op->dep_failed, 1);
     if (a->mode & GPAR__WRITE) {
       for (int r = 0; r < b->nreaders && st == GPAR_OK; r++)
         if (b->readers[r] != op) st = add_edge(b->readers[r], op, 0);
@@ -354,7 +356,7 @@ static void retire_one(gpar_engine *eng, gpar__op *op, gpar__op **work) {
   eng->stats.ops_completed++;
   if (op->status != GPAR_OK) {
     eng->stats.ops_failed++;
-    if (eng->first_error == GPAR_OK) {
+    if (eng->first_error == GPAR_OK && !op->reported) {
       eng->first_error = op->status;
       free(eng->first_errmsg);
       eng->first_errmsg = op->errmsg ? strdup(op->errmsg) : NULL;
@@ -483,6 +485,7 @@ static void dispatch_one(gpar__device *dev, gpar__op *op) {
     gpar__op *p = op->prods.v[i].op;
     if (!(op->prods.v[i].flags & GPAR__EDGE_EVENT)) continue;
     if (!p->event) continue; /* the producer synchronised its lane: already complete */
+    if (p->dev == dev && p->lane == op->lane) continue; /* same in-order lane: already ordered */
     int w = ops->event_wait(dev->bdev, op->lane, p->event);
     if (w != GPAR_OK && ops->event_sync(p->event) != GPAR_OK && st == GPAR_OK) st = w;
   }
@@ -1003,7 +1006,9 @@ int gpar__buf_get_locked(gpar_engine *eng, uint64_t id, gpar__buf **b) {
 /* Decode a handle; on success the engine lock is held and *b is live and not released. */
 int gpar__buf_lookup(uint64_t id, gpar__buf **b, gpar_engine **eng_out) {
   gpar_engine *eng = engine_of_id(id);
-  if (!eng) return gpar__buf_get_locked(NULL, id, b);
+  if (!eng)
+    return gpar__errorf(GPAR_EBADBUF, id ? "buffer handle %#llx: its engine is shut down or unknown" : "null buffer handle",
+                        (unsigned long long)id);
   pthread_mutex_lock(&eng->mu);
   int st = gpar__buf_get_locked(eng, id, b);
   if (st) {

@@ -74,6 +74,7 @@ struct gpar__op {
   int async_status;       /* failure reported by the device's event (completion thread) */
   char *async_msg;
   int refs;
+  int reported;        /* its status goes to the caller (gpar_read), not to gpar_wait_all */
   int unmet;           /* producers not yet dispatched (event edges) or retired (others) */
   int unretired;       /* producers not yet retired */
   int lane;

@@ -196,6 +196,7 @@ static gpar__op *submit_read_chunk(gpar_engine *eng, gpar__buf *b, size_t off, v
                         host ? GPAR__LANE_COMPUTE : GPAR__LANE_D2H, host ? "read_h2h" : "read_d2h");
   if (!op) return NULL;
   op->u.copy = (gpar__copy_args){host ? GPAR__COPY_H2H : GPAR__COPY_D2H, dst, 0, b->mem, off, len, NULL};
+  op->reported = 1;
   if (gpar__op_add_access(op, b, GPAR__READ)) {
     gpar__op_discard(eng, op);
     gpar__errorf(GPAR_ENOMEM, "out of host memory for an operation");

@@ -117,7 +117,7 @@ GPAR_API int gpar_device_find(gpar_engine *eng, int backend_id, int type, int sk
 
 /* Allocate bytes (> 0) on device dev, or pinned host memory with dev = GPAR_HOST.
  * Device memory comes from a pool or a stream-ordered allocator: creating never waits on a
- * device. Contents are undefined until written. */
+ * device. Contents are undefined until written. On failure *buf is the null handle (id 0). */
 GPAR_API int gpar_buffer_create(gpar_engine *eng, int dev, size_t bytes, gpar_buffer *buf);
 /* Release a buffer. The memory is returned once every op already submitted on it is done;
  * the handle is invalid at once. */
@@ -182,7 +182,9 @@ GPAR_API int gpar_submit(gpar_engine *eng, int dev, gpar_user_fn fn, void *arg,
                          const gpar_buffer *writes, int nwrites);
 
 /* Wait for every submitted op that writes buf; return the status of the last writer
- * (GPAR_EDEPFAILED when it was skipped because its input had failed). */
+ * (GPAR_EDEPFAILED when it was skipped because its input had failed). A failed buffer stays
+ * failed: ops that read it are skipped, gpar_read of it returns the error and copies nothing,
+ * until an op that only writes it (fill, copy or write into it, GEMM with beta 0) succeeds. */
 GPAR_API int gpar_wait(gpar_buffer buf);
 /* Wait for everything submitted so far; return the first error since the last wait_all. */
 GPAR_API int gpar_wait_all(gpar_engine *eng);
@@ -195,7 +197,7 @@ typedef struct gpar_stats {
   uint64_t ops_in_flight;   /* submitted, not yet retired */
   uint64_t buffers_live;    /* buffers not yet freed (released ones with pending ops included) */
   uint64_t pinned_bytes_pool; /* pinned host bytes held by the pool (free + in use) */
-  uint64_t events_live;     /* backend events created and not destroyed */
+  uint64_t events_live;     /* backend events held by the engine's ops (pools not counted) */
 } gpar_stats;
 
 /* Snapshot of the engine's counters. */
