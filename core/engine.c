@@ -330,6 +330,8 @@ static void buf_remove_reader(gpar__buf *b, gpar__op *op) {
 
 static void retire_one(gpar_engine *eng, gpar__op *op, gpar__op **work) {
   op->state = GPAR__ST_RETIRED;
+  for (int i = 0; i < op->prods.n; i++) gpar__op_unref_locked(eng, op->prods.v[i].op); /* CPU ops */
+  op->prods.n = 0;
   if (op->status == GPAR_OK && atomic_load(&op->dep_failed)) op->status = GPAR_EDEPFAILED;
   for (int i = 0; i < op->nacc; i++) {
     gpar__access *a = op_access(op, i);
@@ -700,8 +702,12 @@ gpar_engine *gpar__engine_check(gpar_engine *eng, int *status) {
   return eng;
 }
 
+static void config_from_env(gpar_config *cfg);
+
 GPAR_API void gpar_config_init(gpar_config *cfg) {
-  if (cfg) memset(cfg, 0, sizeof *cfg);
+  if (!cfg) return;
+  memset(cfg, 0, sizeof *cfg);
+  config_from_env(cfg);
 }
 
 static void config_from_env(gpar_config *cfg) {
@@ -846,12 +852,10 @@ GPAR_API int gpar_init(gpar_engine **out, const gpar_config *cfg) {
   eng->gen = gen;
   pthread_mutex_unlock(&gpar__registry_mu);
 
-  if (cfg) {
+  if (cfg)
     eng->cfg = *cfg;
-  } else {
+  else
     gpar_config_init(&eng->cfg);
-    config_from_env(&eng->cfg);
-  }
   if (!eng->cfg.backends) eng->cfg.backends = GPAR_BACKEND_HOST | GPAR_BACKEND_CUDA | GPAR_BACKEND_OPENCL;
   eng->cfg.backends |= GPAR_BACKEND_HOST;
   if (eng->cfg.host_threads <= 0) {

@@ -84,7 +84,7 @@ int gpar__pinned_alloc(gpar_engine *eng, size_t bytes, void **ptr) {
   void *mem = NULL;
   if (p->ops) {
     st = p->ops->host_alloc(p->be, size, &mem);
-  } else if (!(mem = aligned_alloc(4096, size))) {
+  } else if (posix_memalign(&mem, 4096, size)) {
     st = gpar__errorf(GPAR_ENOMEM, "out of host memory (%zu bytes)", size);
   }
   if (st != GPAR_OK) {

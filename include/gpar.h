@@ -79,7 +79,8 @@ typedef struct gpar_config {
 /* Backend bits for gpar_config.backends and gpar_device_info.backend_id. */
 enum { GPAR_BACKEND_HOST = 1, GPAR_BACKEND_CUDA = 2, GPAR_BACKEND_OPENCL = 4 };
 
-/* Fill cfg with defaults (environment overrides are applied by gpar_init when cfg is NULL). */
+/* Fill cfg with the defaults, then the environment overrides (GPAR_* variables below); fields
+ * set after this call win over both. gpar_init(&eng, NULL) uses exactly this. */
 GPAR_API void gpar_config_init(gpar_config *cfg);
 
 /* Create an engine. cfg NULL: defaults plus environment overrides. Devices of every built

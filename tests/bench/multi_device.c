@@ -1,0 +1,177 @@
+/* multi_device.c: D2L "Automatic Parallelism" experiment 1 as a TAP test: SGEMM loops on every
+ * device of one backend and type, alone and all at once; checks results, bounds timing on GPUs. */
+#include "../testutil.h"
+
+/* Devices of one backend and one type (GPU or CPU), in backend-local order. */
+typedef struct group {
+  const char *backend;
+  int type;
+  int ndev;
+  int dev[64];
+  char name[64][128];
+} group;
+
+static int find_groups(gpar_engine *eng, group *g, int max) {
+  static const int ids[3] = {GPAR_BACKEND_HOST, GPAR_BACKEND_CUDA, GPAR_BACKEND_OPENCL};
+  static const char *const names[3] = {"host", "cuda", "opencl"};
+  int count = gpar_device_count(eng), ng = 0;
+  for (int b = 0; b < 3; b++)
+    for (int type = GPAR_DEVICE_CPU; type <= GPAR_DEVICE_OTHER && ng < max; type++) {
+      group *cur = &g[ng];
+      cur->backend = names[b];
+      cur->type = type;
+      cur->ndev = 0;
+      for (int local = 0; local < count; local++) /* backend-local order */
+        for (int d = 0; d < count; d++) {
+          gpar_device_props p;
+          if (gpar_device_info(eng, d, &p) != GPAR_OK) continue;
+          if (p.backend_id != ids[b] || (int)p.type != type || p.backend_index != local) continue;
+          if (cur->ndev < 64) {
+            snprintf(cur->name[cur->ndev], sizeof cur->name[0], "%s", p.name);
+            cur->dev[cur->ndev++] = d;
+          }
+        }
+      if (cur->ndev > 0) ng++;
+    }
+  return ng;
+}
+
+static int sgemm(int n, gpar_buffer a, gpar_buffer b, gpar_buffer c) {
+  return gpar_sgemm(GPAR_NO_TRANS, GPAR_NO_TRANS, n, n, n, 1.0f, a, 0, n, b, 0, n, 0.0f, c, 0, n);
+}
+
+static int fill_value(gpar_buffer buf, size_t count, float v) {
+  float *h = malloc(count * sizeof *h);
+  if (!h) return GPAR_ENOMEM;
+  for (size_t i = 0; i < count; i++) h[i] = v;
+  int st = gpar_write(buf, 0, h, count * sizeof *h);
+  free(h);
+  return st;
+}
+
+/* iters GEMMs on the listed devices (i-major), one wait; seconds in *t; first error. */
+static int run(gpar_engine *eng, int n, int iters, const int *which, int nw, gpar_buffer *A,
+               gpar_buffer *B, gpar_buffer *C, double *t) {
+  double t0 = tu_now();
+  int st = GPAR_OK;
+  for (int i = 0; i < iters && st == GPAR_OK; i++)
+    for (int j = 0; j < nw && st == GPAR_OK; j++) st = sgemm(n, A[which[j]], B[which[j]], C[which[j]]);
+  int w = gpar_wait_all(eng);
+  *t = tu_now() - t0;
+  if (st != GPAR_OK) diag("gpar_sgemm: %s (%s)", gpar_status_name(st), gpar_last_error());
+  return st != GPAR_OK ? st : w;
+}
+
+static void test_group(gpar_engine *eng, const group *g, int full) {
+  int gpu = g->type == GPAR_DEVICE_GPU, N = g->ndev;
+  int n = gpu ? (full ? 4000 : 2048) : 256, iters = gpu ? (full ? 50 : 20) : 8, reps = gpu ? 3 : 1;
+  const char *kind = gpu ? "GPU" : "CPU";
+  size_t count = (size_t)n * n, bytes = count * sizeof(float);
+  gpar_buffer A[64], B[64], C[64];
+  int idx[64], st = GPAR_OK;
+  memset(A, 0, sizeof A);
+  memset(B, 0, sizeof B);
+  memset(C, 0, sizeof C);
+
+  diag("%s: %d %s devices, %d x SGEMM %d^3 per device%s", g->backend, N, kind, iters, n,
+       full ? " (GPAR_BENCH_FULL)" : "");
+  for (int d = 0; d < N && st == GPAR_OK; d++) {
+    idx[d] = d;
+    diag("  %s%d = device %d: %s", kind, d + 1, g->dev[d], g->name[d]);
+    st = gpar_buffer_create(eng, g->dev[d], bytes, &A[d]);
+    if (st == GPAR_OK) st = gpar_buffer_create(eng, g->dev[d], bytes, &B[d]);
+    if (st == GPAR_OK) st = gpar_buffer_create(eng, g->dev[d], bytes, &C[d]);
+    if (st == GPAR_OK) st = fill_value(A[d], count, 1.0f);
+    if (st == GPAR_OK) st = fill_value(B[d], count, 0.5f);
+  }
+  if (st == GPAR_OK) st = gpar_wait_all(eng);
+  if (!is_status(st, GPAR_OK, "buffers created and filled")) goto out;
+
+  double t, alone[64], all = 1e30;
+  for (int d = 0; d < N; d++) alone[d] = 1e30;
+  st = run(eng, n, iters, idx, N, A, B, C, &t); /* warm-up */
+  if (!is_status(st, GPAR_OK, "warm-up on all devices")) goto out;
+
+  int st_alone = GPAR_OK, st_all = GPAR_OK;
+  for (int r = 0; r < reps; r++) {
+    for (int d = 0; d < N; d++) {
+      int s = run(eng, n, iters, &idx[d], 1, A, B, C, &t);
+      if (s != GPAR_OK && st_alone == GPAR_OK) st_alone = s;
+      if (t < alone[d]) alone[d] = t;
+    }
+    /* Poison C before the last all-devices run, so the check below sees that run's results. */
+    if (r == reps - 1) {
+      for (int d = 0; d < N; d++) gpar_fill(C[d], 0, bytes, 0xff);
+      gpar_wait_all(eng);
+    }
+    int s = run(eng, n, iters, idx, N, A, B, C, &t);
+    if (s != GPAR_OK && st_all == GPAR_OK) st_all = s;
+    if (t < all) all = t;
+  }
+  is_status(st_alone, GPAR_OK, "each device alone: all GEMMs succeeded");
+  is_status(st_all, GPAR_OK, "all devices at once, one wait: all GEMMs succeeded");
+
+  float *h = malloc(bytes);
+  for (int d = 0; d < N; d++) {
+    size_t bad = count;
+    if (h && gpar_read(C[d], 0, h, bytes) == GPAR_OK) {
+      bad = 0;
+      for (size_t i = 0; i < count; i++)
+        if (h[i] != 0.5f * n) {
+          if (!bad) diag("  C[%zu] = %g, want %g", i, (double)h[i], 0.5 * n);
+          bad++;
+        }
+    }
+    ok(bad == 0, "%s%d: every entry of C = n * 0.5 after the all-devices run", kind, d + 1);
+  }
+  free(h);
+
+  double sum = 0, mx = 0;
+  for (int d = 0; d < N; d++) {
+    diag("%s%d time: %.4f sec", kind, d + 1, alone[d]);
+    sum += alone[d];
+    if (alone[d] > mx) mx = alone[d];
+  }
+  char names[64 * 8] = "";
+  for (int d = 0; d < N; d++)
+    snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s%d", d ? " & " : "", kind, d + 1);
+  diag("%s: %.4f sec", names, all);
+  diag("speedup sum(alone)/all: %.3fx (ideal %d); fraction of %d-fold: %.3f; all/max(alone): %.3f",
+       sum / all, N, N, sum / (N * all), all / mx);
+  if (gpu)
+    ok(all <= mx / 0.95, "%s: all devices at once within 1/0.95 of the slowest alone "
+                         "(%.4f <= %.4f sec)", g->backend, all, mx / 0.95);
+  else
+    diag("timing not asserted on CPU devices (shared cores)");
+
+out:
+  gpar_wait_all(eng);
+  for (int d = 0; d < N; d++) {
+    if (A[d].id) gpar_buffer_release(A[d]);
+    if (B[d].id) gpar_buffer_release(B[d]);
+    if (C[d].id) gpar_buffer_release(C[d]);
+  }
+}
+
+int main(void) {
+  const char *e = getenv("GPAR_BENCH_FULL");
+  int full = e && *e && strcmp(e, "0") != 0;
+  gpar_engine *eng = NULL;
+  int st = gpar_init(&eng, NULL); /* NULL: environment (GPAR_BACKENDS, GPAR_TF32, ...) applies */
+  if (st != GPAR_OK) {
+    printf("Bail out! gpar_init: %s (%s)\n", gpar_status_name(st), gpar_last_error());
+    return 1;
+  }
+  group g[9];
+  int ng = find_groups(eng, g, 9), any = 0;
+  for (int i = 0; i < ng; i++) any |= g[i].ndev >= 2;
+  if (!any) {
+    gpar_shutdown(eng);
+    skip_all("fewer than two devices of any backend");
+  }
+  tap_start();
+  for (int i = 0; i < ng; i++)
+    if (g[i].ndev >= 2) test_group(eng, &g[i], full);
+  is_status(gpar_shutdown(eng), GPAR_OK, "gpar_shutdown");
+  return done_testing();
+}

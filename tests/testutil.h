@@ -1,0 +1,99 @@
+/* testutil.h: small helpers shared by the test programs (clock, sleeps, spin-waits, a seeded
+ * RNG, engine set-up and a reference GEMM). Header-only, like tap.h. */
+#ifndef GPAR_TESTS_TESTUTIL_H
+#define GPAR_TESTS_TESTUTIL_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "gpar.h"
+#include "tap.h"
+
+static inline double tu_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static inline void tu_sleep_us(long us) {
+  struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+}
+
+/* Spin (yielding) until *flag is nonzero or `secs` pass; 1 when it became nonzero. */
+static inline int tu_wait_flag(atomic_int *flag, double secs) {
+  double end = tu_now() + secs;
+  while (!atomic_load(flag)) {
+    if (tu_now() > end) return 0;
+    tu_sleep_us(50);
+  }
+  return 1;
+}
+
+/* splitmix64: a seeded, portable RNG. */
+static inline uint64_t tu_mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+static inline uint64_t tu_rand(uint64_t *s) {
+  *s += 0x9e3779b97f4a7c15ull;
+  return tu_mix(*s);
+}
+/* Uniform in [lo, hi]. */
+static inline int tu_range(uint64_t *s, int lo, int hi) {
+  return lo + (int)(tu_rand(s) % (uint64_t)(hi - lo + 1));
+}
+
+/* Device description (one wrapper, so a rename in gpar.h touches one place). */
+typedef gpar_device_props tu_devinfo;
+static inline int tu_device_info(gpar_engine *eng, int dev, tu_devinfo *info) {
+  return gpar_device_info(eng, dev, info);
+}
+
+/* The seed: env GPAR_TEST_SEED or def; printed as a diagnostic. */
+static inline uint64_t tu_seed(uint64_t def) {
+  const char *e = getenv("GPAR_TEST_SEED");
+  uint64_t s = e && *e ? strtoull(e, NULL, 0) : def;
+  diag("seed %llu (set GPAR_TEST_SEED to repeat)", (unsigned long long)s);
+  return s;
+}
+
+/* An engine with the given backends (0: all), host threads and sync flag; quiet. Bails out
+ * on failure (nothing else can be tested). */
+static inline gpar_engine *tu_engine(unsigned backends, int host_threads, int synchronous) {
+  gpar_config cfg;
+  gpar_engine *eng = NULL;
+  gpar_config_init(&cfg);
+  cfg.backends = backends;
+  cfg.host_threads = host_threads;
+  cfg.synchronous = synchronous;
+  cfg.quiet = 1;
+  int st = gpar_init(&eng, &cfg);
+  if (st != GPAR_OK || !eng) {
+    printf("Bail out! gpar_init: %s (%s)\n", gpar_status_name(st), gpar_last_error());
+    exit(1);
+  }
+  return eng;
+}
+
+/* Reference GEMM in double, column-major, offsets already applied. */
+static inline double tu_ref_elem(int ta, int tb, int i, int j, int k, const double *a, int lda,
+                                 const double *b, int ldb, double *absum) {
+  double s = 0, as = 0;
+  for (int p = 0; p < k; p++) {
+    double x = ta ? a[p + (size_t)i * lda] : a[i + (size_t)p * lda];
+    double y = tb ? b[j + (size_t)p * ldb] : b[p + (size_t)j * ldb];
+    s += x * y;
+    as += x * y < 0 ? -x * y : x * y;
+  }
+  if (absum) *absum = as;
+  return s;
+}
+
+#endif

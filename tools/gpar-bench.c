@@ -1,0 +1,587 @@
+/* gpar-bench: the D2L "Automatic Parallelism" experiments (multi-device, copy-overlap) and the
+ * engine's own costs (gemm rate vs the vendor call, per-op overhead), with traces and SVG. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench_common.h"
+
+/* ---- timing and statistics ---- */
+
+double bench_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+bench_stat bench_stats(const double *v, int count) {
+  bench_stat s = {0, 0, 0, count};
+  if (count <= 0) return s;
+  double tmp[count];
+  memcpy(tmp, v, sizeof tmp);
+  qsort(tmp, (size_t)count, sizeof tmp[0], cmp_double);
+  s.min = tmp[0];
+  s.max = tmp[count - 1];
+  s.med = (count & 1) ? tmp[count / 2] : 0.5 * (tmp[count / 2 - 1] + tmp[count / 2]);
+  return s;
+}
+
+const char *bench_fmt_rate(char *buf, size_t len, double flop, double sec) {
+  double r = sec > 0 ? flop / sec : 0;
+  if (r >= 1e12)
+    snprintf(buf, len, "%.2f TFLOP/s", r * 1e-12);
+  else
+    snprintf(buf, len, "%.1f GFLOP/s", r * 1e-9);
+  return buf;
+}
+
+const char *bench_fmt_stat(char *buf, size_t len, bench_stat s) {
+  if (s.count > 1)
+    snprintf(buf, len, "%.4f sec (median; min %.4f, max %.4f, %d runs)", s.med, s.min, s.max,
+             s.count);
+  else
+    snprintf(buf, len, "%.4f sec", s.med);
+  return buf;
+}
+
+void bench_progress(bench_ctx *ctx, const char *fmt, ...) {
+  if (ctx->o.quiet) return;
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "gpar-bench: ");
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n");
+  va_end(ap);
+}
+
+int bench_fail(const char *what, int st) {
+  const char *detail = gpar_last_error();
+  fprintf(stderr, "gpar-bench: %s: %s%s%s%s\n", what, gpar_status_name(st),
+          detail && *detail ? " (" : "", detail ? detail : "", detail && *detail ? ")" : "");
+  return st;
+}
+
+/* ---- JSON ---- */
+
+static void json_string(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; s && *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\')
+      fprintf(f, "\\%c", c);
+    else if (c < 0x20)
+      fprintf(f, "\\u%04x", c);
+    else
+      fputc(c, f);
+  }
+  fputc('"', f);
+}
+
+static void json_number(FILE *f, double v) {
+  if (v != v || v > 1e300 || v < -1e300)
+    fprintf(f, "null");
+  else
+    fprintf(f, "%.9g", v);
+}
+
+static void json_key(bench_ctx *ctx, const char *key) {
+  if (!ctx->json_first) fputc(',', ctx->json);
+  ctx->json_first = 0;
+  json_string(ctx->json, key);
+  fputc(':', ctx->json);
+}
+
+void bench_json_num(bench_ctx *ctx, const char *key, double v) {
+  if (!ctx->json) return;
+  json_key(ctx, key);
+  json_number(ctx->json, v);
+}
+
+void bench_json_str(bench_ctx *ctx, const char *key, const char *v) {
+  if (!ctx->json) return;
+  json_key(ctx, key);
+  json_string(ctx->json, v);
+}
+
+void bench_json_stat(bench_ctx *ctx, const char *key, bench_stat s, const double *runs) {
+  if (!ctx->json) return;
+  json_key(ctx, key);
+  fprintf(ctx->json, "{\"median\":");
+  json_number(ctx->json, s.med);
+  fprintf(ctx->json, ",\"min\":");
+  json_number(ctx->json, s.min);
+  fprintf(ctx->json, ",\"max\":");
+  json_number(ctx->json, s.max);
+  fprintf(ctx->json, ",\"runs\":[");
+  for (int i = 0; runs && i < s.count; i++) {
+    if (i) fputc(',', ctx->json);
+    json_number(ctx->json, runs[i]);
+  }
+  fprintf(ctx->json, "]}");
+}
+
+void bench_json_begin(bench_ctx *ctx, const char *key) {
+  if (!ctx->json) return;
+  json_key(ctx, key);
+  fputc('{', ctx->json);
+  ctx->json_first = 1;
+}
+
+void bench_json_end(bench_ctx *ctx) {
+  if (!ctx->json) return;
+  fputc('}', ctx->json);
+  ctx->json_first = 0;
+}
+
+static int json_write_file(bench_ctx *ctx) {
+  if (!ctx->json) return 0;
+  fclose(ctx->json);
+  ctx->json = NULL;
+  FILE *f = fopen(ctx->o.json_path, "w");
+  if (!f) {
+    fprintf(stderr, "gpar-bench: %s: %s\n", ctx->o.json_path, strerror(errno));
+    return -1;
+  }
+  fprintf(f, "{\"subcommand\":");
+  json_string(f, ctx->o.subcommand);
+  fprintf(f, ",\"backend\":");
+  json_string(f, ctx->backend);
+  fprintf(f, ",\"devices\":[");
+  for (int d = 0; d < ctx->ndev; d++) {
+    if (d) fputc(',', f);
+    json_string(f, ctx->info[d].name);
+  }
+  fprintf(f, "],\"device_indices\":[");
+  for (int d = 0; d < ctx->ndev; d++) fprintf(f, "%s%d", d ? "," : "", ctx->flat[d]);
+  fprintf(f, "],\"backend_indices\":[");
+  for (int d = 0; d < ctx->ndev; d++) fprintf(f, "%s%d", d ? "," : "", ctx->local[d]);
+  fprintf(f, "],\"size\":%d,\"iters\":%d,\"repeat\":%d,\"tf32\":%s,\"pageable\":%s,\"raw\":%s,"
+             "\"results\":{%.*s}}\n",
+          ctx->n, ctx->iters, ctx->repeat, ctx->o.tf32 ? "true" : "false",
+          ctx->o.pageable ? "true" : "false", ctx->o.raw ? "true" : "false",
+          (int)ctx->json_len, ctx->json_buf ? ctx->json_buf : "");
+  int bad = ferror(f);
+  if (fclose(f) != 0 || bad) {
+    fprintf(stderr, "gpar-bench: writing %s failed\n", ctx->o.json_path);
+    return -1;
+  }
+  return 0;
+}
+
+/* ---- helpers shared by the subcommands ---- */
+
+int bench_fill_matrix(gpar_buffer buf, int n, float value) {
+  size_t count = (size_t)n * (size_t)n;
+  float *h = malloc(count * sizeof *h);
+  if (!h) return GPAR_ENOMEM;
+  for (size_t i = 0; i < count; i++) h[i] = value;
+  int st = gpar_write(buf, 0, h, count * sizeof *h); /* staged: h may be freed on return */
+  free(h);
+  return st;
+}
+
+int bench_check(bench_ctx *ctx, const char *what, const float *v, size_t count, float want) {
+  /* A handful of entries spread over the array, first and last included. */
+  size_t idx[8] = {0, count / 7, count / 3, count / 2, 2 * (count / 3), count - count / 5,
+                   count > 1 ? count - 2 : 0, count - 1};
+  if (count == 0) return 0;
+  for (int i = 0; i < 8; i++) {
+    if (idx[i] >= count) idx[i] = count - 1;
+    if (v[idx[i]] != want) {
+      fprintf(stderr, "gpar-bench: check failed: %s[%zu] = %g, want %g\n", what, idx[i],
+              (double)v[idx[i]], (double)want);
+      ctx->check_failed = 1;
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* ---- device selection ---- */
+
+static int backend_id_of(const char *name) {
+  if (!strcmp(name, "host")) return GPAR_BACKEND_HOST;
+  if (!strcmp(name, "cuda")) return GPAR_BACKEND_CUDA;
+  if (!strcmp(name, "opencl")) return GPAR_BACKEND_OPENCL;
+  return 0;
+}
+
+static const char *backend_name_of(int id) {
+  switch (id) {
+  case GPAR_BACKEND_HOST: return "host";
+  case GPAR_BACKEND_CUDA: return "cuda";
+  case GPAR_BACKEND_OPENCL: return "opencl";
+  default: return "?";
+  }
+}
+
+/* Parse an integer in [lo, hi]; -1 when s is not one. */
+static long parse_int(const char *s, long lo, long hi) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end); /* accepts 1e6 */
+  if (errno || end == s || *end || v != (double)(long)v || v < lo || v > hi) return -1;
+  return (long)v;
+}
+
+static int select_devices(bench_ctx *ctx, int default_count_all) {
+  int total = gpar_device_count(ctx->eng);
+  if (total < 0) return bench_fail("gpar_device_count", total);
+  gpar_device_props *all = calloc((size_t)total + 1, sizeof *all);
+  if (!all) return GPAR_ENOMEM;
+  for (int d = 0; d < total; d++) {
+    int st = gpar_device_info(ctx->eng, d, &all[d]);
+    if (st != GPAR_OK) {
+      free(all);
+      return bench_fail("gpar_device_info", st);
+    }
+  }
+
+  int be = 0;
+  if (ctx->o.backend) {
+    be = backend_id_of(ctx->o.backend);
+    if (!be) {
+      fprintf(stderr, "gpar-bench: unknown backend '%s' (host, cuda or opencl)\n", ctx->o.backend);
+      free(all);
+      return GPAR_EINVAL;
+    }
+  } else {
+    for (int d = 0; d < total && !be; d++)
+      if (all[d].type == GPAR_DEVICE_GPU) be = all[d].backend_id;
+    for (int d = 0; d < total && !be; d++)
+      if (all[d].backend_id == GPAR_BACKEND_OPENCL) be = GPAR_BACKEND_OPENCL;
+    if (!be) be = GPAR_BACKEND_HOST;
+  }
+  ctx->backend_id = be;
+  ctx->backend = backend_name_of(be);
+
+  /* Devices of that backend in backend-local order. */
+  int cand[BENCH_MAX_DEV], ncand = 0;
+  for (int local = 0; ncand < BENCH_MAX_DEV; local++) {
+    int found = -1, more = 0;
+    for (int d = 0; d < total; d++) {
+      if (all[d].backend_id != be) continue;
+      if (all[d].backend_index == local) found = d;
+      if (all[d].backend_index > local) more = 1;
+    }
+    if (found >= 0) cand[ncand++] = found;
+    if (!more) break;
+  }
+  if (ncand == 0) {
+    fprintf(stderr, "gpar-bench: backend %s has no device (see gpar-info)\n", ctx->backend);
+    free(all);
+    return GPAR_ENODEV;
+  }
+
+  /* Without an explicit list, a backend that has GPUs (e.g. NVIDIA OpenCL next to PoCL) is
+   * taken as its GPUs only: timing a GPU next to a CPU device tells nothing. */
+  int pref[BENCH_MAX_DEV], npref = 0;
+  for (int i = 0; i < ncand; i++)
+    if (all[cand[i]].type == GPAR_DEVICE_GPU) pref[npref++] = cand[i];
+  if (npref == 0) {
+    memcpy(pref, cand, sizeof(int) * (size_t)ncand);
+    npref = ncand;
+  }
+
+  int sel[BENCH_MAX_DEV], nsel = 0;
+  const char *spec = ctx->o.devices;
+  if (!spec) {
+    nsel = default_count_all ? npref : 1;
+    for (int i = 0; i < nsel; i++) sel[i] = pref[i];
+  } else if (!strchr(spec, ',')) {
+    long cnt = parse_int(spec, 1, BENCH_MAX_DEV);
+    if (cnt < 0 || cnt > npref) {
+      fprintf(stderr, "gpar-bench: --devices %s: backend %s has %d %sdevice%s\n", spec,
+              ctx->backend, npref, npref < ncand ? "GPU " : "", npref == 1 ? "" : "s");
+      free(all);
+      return GPAR_EINVAL;
+    }
+    nsel = (int)cnt;
+    for (int i = 0; i < nsel; i++) sel[i] = pref[i];
+  } else {
+    char *copy = strdup(spec), *save = NULL;
+    if (!copy) {
+      free(all);
+      return GPAR_ENOMEM;
+    }
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+      long idx = parse_int(tok, 0, BENCH_MAX_DEV - 1);
+      if (idx < 0 || idx >= ncand || nsel >= BENCH_MAX_DEV) {
+        fprintf(stderr, "gpar-bench: --devices %s: '%s' is not a %s device (0..%d)\n", spec, tok,
+                ctx->backend, ncand - 1);
+        free(copy);
+        free(all);
+        return GPAR_EINVAL;
+      }
+      for (int j = 0; j < nsel; j++)
+        if (sel[j] == cand[idx]) {
+          fprintf(stderr, "gpar-bench: --devices %s: device %ld listed twice\n", spec, idx);
+          free(copy);
+          free(all);
+          return GPAR_EINVAL;
+        }
+      sel[nsel++] = cand[idx];
+    }
+    free(copy);
+    if (nsel == 0) {
+      fprintf(stderr, "gpar-bench: --devices %s: no device\n", spec);
+      free(all);
+      return GPAR_EINVAL;
+    }
+  }
+
+  ctx->ndev = nsel;
+  ctx->any_gpu = 0;
+  for (int i = 0; i < nsel; i++) {
+    ctx->flat[i] = sel[i];
+    ctx->info[i] = all[sel[i]];
+    ctx->local[i] = all[sel[i]].backend_index;
+    const char *p = all[sel[i]].type == GPAR_DEVICE_GPU   ? "GPU"
+                    : all[sel[i]].type == GPAR_DEVICE_CPU ? "CPU"
+                                                          : "dev";
+    snprintf(ctx->label[i], sizeof ctx->label[i], "%s%d", p, i + 1);
+    if (all[sel[i]].type == GPAR_DEVICE_GPU) ctx->any_gpu = 1;
+  }
+  free(all);
+  return GPAR_OK;
+}
+
+/* ---- raw baselines ---- */
+
+bench_raw_fn bench_raw_lookup(bench_ctx *ctx, int mode, const char **what) {
+  switch (ctx->backend_id) {
+  case GPAR_BACKEND_CUDA:
+    *what = "raw CUDA (cuBLAS)";
+    return gpar_raw_cuda; /* weak: NULL when tools/raw_cuda.c was not built */
+  case GPAR_BACKEND_OPENCL:
+    *what = "raw OpenCL (CLBlast)";
+    return gpar_raw_opencl;
+  case GPAR_BACKEND_HOST:
+    *what = "raw OpenBLAS (cblas_sgemm)";
+    return mode == GPAR_RAW_GEMM ? bench_raw_host : NULL;
+  default:
+    *what = "raw";
+    return NULL;
+  }
+}
+
+void bench_raw_missing(bench_ctx *ctx, int mode) {
+  if (ctx->backend_id == GPAR_BACKEND_HOST && mode != GPAR_RAW_GEMM)
+    printf("raw baseline not available for backend host in this subcommand (GEMM only)\n");
+  else
+    printf("raw baseline not built for backend %s\n", ctx->backend);
+  bench_json_str(ctx, "raw", "not built");
+}
+
+/* ---- main ---- */
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: gpar-bench SUBCOMMAND [options]\n"
+          "subcommands:\n"
+          "  multi-device  D2L experiment 1: ITERS SGEMMs of SIZE^3 per device, each device alone,\n"
+          "                then all at once with a single wait (speedup, ratio to N-fold)\n"
+          "  copy-overlap  D2L experiment 2: ITERS SGEMMs, each result copied to host memory;\n"
+          "                run alone, copy alone, both overlapped (ratio to max(run,copy)+one chunk)\n"
+          "  gemm          SGEMM rate through libgpar next to the vendor call (cuBLAS, CLBlast,\n"
+          "                OpenBLAS) on the same shape\n"
+          "  overhead      engine cost per op on empty host ops (none, independent, chain, fan-in)\n"
+          "                next to a direct call and a thread hand-off; --iters = ops (1e6)\n"
+          "options:\n"
+          "  --backend B      host, cuda or opencl (default: first backend with a GPU, else\n"
+          "                   opencl when present, else host)\n"
+          "  --devices N|L    the first N devices of that backend (its GPUs when it has any),\n"
+          "                   or a list of backend-local indices such as 0,1 (one index: '1,');\n"
+          "                   default: all for multi-device, the first for copy-overlap, gemm\n"
+          "  --size N         matrix size (GPU: 4000; CPU devices, host or PoCL: 512)\n"
+          "  --iters N        GEMMs per device (GPU: 50; CPU: 10)\n"
+          "  --repeat R       timed runs; print the median with min and max (default 1)\n"
+          "  --tf32           allow TF32 tensor-core math (cfg.tf32)\n"
+          "  --pageable       copy-overlap: gpar_read into malloc memory, not GPAR_HOST buffers;\n"
+          "                   gpar_read blocks, so run + copy submits every GEMM first, then\n"
+          "                   reads the results in order while later GEMMs still run\n"
+          "  --raw            also time the same loop through the raw vendor API (tools/raw.h)\n"
+          "  --json FILE      machine-readable results\n"
+          "  --trace FILE     Chrome trace-event JSON of every op (Perfetto, chrome://tracing)\n"
+          "  --svg FILE       self-contained SVG timeline of the trace\n"
+          "  --quiet          no progress on stderr\n");
+}
+
+int main(int argc, char **argv) {
+  bench_ctx ctx;
+  memset(&ctx, 0, sizeof ctx);
+  ctx.host_dev = GPAR_HOST;
+
+  enum { O_BACKEND = 256, O_DEVICES, O_SIZE, O_ITERS, O_REPEAT, O_TF32, O_PAGEABLE, O_RAW,
+         O_JSON, O_TRACE, O_SVG, O_QUIET };
+  static const struct option longopts[] = {
+      {"backend", required_argument, 0, O_BACKEND}, {"devices", required_argument, 0, O_DEVICES},
+      {"size", required_argument, 0, O_SIZE},       {"iters", required_argument, 0, O_ITERS},
+      {"repeat", required_argument, 0, O_REPEAT},   {"tf32", no_argument, 0, O_TF32},
+      {"pageable", no_argument, 0, O_PAGEABLE},     {"raw", no_argument, 0, O_RAW},
+      {"json", required_argument, 0, O_JSON},       {"trace", required_argument, 0, O_TRACE},
+      {"svg", required_argument, 0, O_SVG},         {"quiet", no_argument, 0, O_QUIET},
+      {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
+  int c;
+  long v;
+  while ((c = getopt_long(argc, argv, "hq", longopts, NULL)) != -1) {
+    switch (c) {
+    case O_BACKEND: ctx.o.backend = optarg; break;
+    case O_DEVICES: ctx.o.devices = optarg; break;
+    case O_SIZE:
+    case O_ITERS:
+    case O_REPEAT:
+      v = parse_int(optarg, 1, c == O_ITERS ? 1000000000L : 1000000L);
+      if (v < 0) {
+        fprintf(stderr, "gpar-bench: bad number '%s'\n", optarg);
+        return 2;
+      }
+      if (c == O_SIZE) ctx.o.size = (int)v;
+      if (c == O_ITERS) ctx.o.iters = (int)v;
+      if (c == O_REPEAT) ctx.o.repeat = (int)v;
+      break;
+    case O_TF32: ctx.o.tf32 = 1; break;
+    case O_PAGEABLE: ctx.o.pageable = 1; break;
+    case O_RAW: ctx.o.raw = 1; break;
+    case O_JSON: ctx.o.json_path = optarg; break;
+    case O_TRACE: ctx.o.trace_path = optarg; break;
+    case O_SVG: ctx.o.svg_path = optarg; break;
+    case 'q':
+    case O_QUIET: ctx.o.quiet = 1; break;
+    case 'h': usage(stdout); return 0;
+    default: usage(stderr); return 2;
+    }
+  }
+  if (optind != argc - 1) {
+    usage(stderr);
+    return 2;
+  }
+  ctx.o.subcommand = argv[optind];
+  int (*run)(bench_ctx *) = NULL;
+  int all_devices = 0;
+  if (!strcmp(ctx.o.subcommand, "multi-device")) {
+    run = bench_multi_device;
+    all_devices = 1;
+  } else if (!strcmp(ctx.o.subcommand, "copy-overlap")) {
+    run = bench_copy_overlap;
+  } else if (!strcmp(ctx.o.subcommand, "gemm")) {
+    run = bench_gemm;
+    ctx.o.raw = 1; /* gemm always times the vendor call next to libgpar */
+  } else if (!strcmp(ctx.o.subcommand, "overhead")) {
+    run = bench_overhead;
+  } else {
+    fprintf(stderr, "gpar-bench: unknown subcommand '%s'\n", ctx.o.subcommand);
+    usage(stderr);
+    return 2;
+  }
+
+  /* The trace: --trace FILE, or a temporary file when only --svg was asked for. */
+  char tmp_trace[64] = "";
+  const char *trace = ctx.o.trace_path;
+  if (ctx.o.svg_path && !trace) {
+    snprintf(tmp_trace, sizeof tmp_trace, "/tmp/gpar-bench-trace-XXXXXX");
+    int fd = mkstemp(tmp_trace);
+    if (fd < 0) {
+      fprintf(stderr, "gpar-bench: mkstemp: %s\n", strerror(errno));
+      return 1;
+    }
+    close(fd);
+    trace = tmp_trace;
+  }
+
+  gpar_config cfg;
+  gpar_config_init(&cfg);
+  cfg.tf32 = ctx.o.tf32;
+  cfg.trace_path = trace;
+  int st = gpar_init(&ctx.eng, &cfg);
+  if (st != GPAR_OK) {
+    bench_fail("gpar_init", st);
+    if (*tmp_trace) unlink(tmp_trace);
+    return 1;
+  }
+  int hd = gpar_device_find(ctx.eng, GPAR_BACKEND_HOST, -1, 0);
+  if (hd >= 0) ctx.host_dev = hd;
+
+  int rc = 0;
+  if (run == bench_overhead) {
+    /* Host ops only: the "selection" is the host CPU device. */
+    ctx.backend_id = GPAR_BACKEND_HOST;
+    ctx.backend = "host";
+    if (hd >= 0) {
+      ctx.ndev = 1;
+      ctx.flat[0] = hd;
+      gpar_device_info(ctx.eng, hd, &ctx.info[0]);
+      ctx.local[0] = ctx.info[0].backend_index;
+      snprintf(ctx.label[0], sizeof ctx.label[0], "CPU1");
+    }
+    ctx.n = 0;
+    ctx.iters = ctx.o.iters ? ctx.o.iters : 1000000;
+    ctx.repeat = ctx.o.repeat ? ctx.o.repeat : 1;
+  } else {
+    st = select_devices(&ctx, all_devices);
+    if (st != GPAR_OK) rc = 1;
+    ctx.n = ctx.o.size ? ctx.o.size : ctx.any_gpu ? 4000 : 512;
+    ctx.iters = ctx.o.iters ? ctx.o.iters : ctx.any_gpu ? 50 : 10;
+    ctx.repeat = ctx.o.repeat ? ctx.o.repeat : 1;
+  }
+
+  if (!rc && ctx.o.json_path) {
+    ctx.json = open_memstream(&ctx.json_buf, &ctx.json_len);
+    if (!ctx.json) {
+      fprintf(stderr, "gpar-bench: open_memstream: %s\n", strerror(errno));
+      rc = 1;
+    }
+    ctx.json_first = 1;
+  }
+
+  if (!rc) {
+    if (run != bench_overhead) {
+      printf("backend %s:", ctx.backend);
+      for (int d = 0; d < ctx.ndev; d++)
+        printf(" %s = device %d (%s:%d, %s)", ctx.label[d], ctx.flat[d], ctx.backend,
+               ctx.local[d], ctx.info[d].name);
+      printf("\nsize %d, iters %d, repeat %d%s\n", ctx.n, ctx.iters, ctx.repeat,
+             ctx.o.tf32 ? ", tf32" : "");
+    }
+    fflush(stdout);
+    rc = run(&ctx);
+  }
+
+  st = gpar_shutdown(ctx.eng); /* writes the trace */
+  if (st != GPAR_OK) {
+    bench_fail("gpar_shutdown", st);
+    rc = 1;
+  }
+  if (ctx.json && json_write_file(&ctx) != 0) rc = 1;
+  if (ctx.json) {
+    fclose(ctx.json);
+    ctx.json = NULL;
+  }
+  free(ctx.json_buf);
+  if (ctx.o.trace_path && st == GPAR_OK) printf("trace: %s\n", ctx.o.trace_path);
+  if (ctx.o.svg_path && st == GPAR_OK) {
+    char title[256];
+    snprintf(title, sizeof title, "gpar-bench %s, backend %s, size %d, iters %d",
+             ctx.o.subcommand, ctx.backend ? ctx.backend : "?", ctx.n, ctx.iters);
+    if (bench_trace_to_svg(trace, ctx.o.svg_path, title) != 0)
+      rc = 1;
+    else
+      printf("svg: %s\n", ctx.o.svg_path);
+  }
+  if (*tmp_trace) unlink(tmp_trace);
+  if (ctx.check_failed) {
+    fprintf(stderr, "gpar-bench: results were WRONG (see above)\n");
+    rc = 1;
+  }
+  return rc;
+}
