@@ -1,6 +1,7 @@
 /* conformance.c: one test body run on every device of every backend in the flat list (CPU,
  * OpenCL, CUDA): write/read, copies in every direction and between every device pair, fills,
- * sgemm/dgemm against a reference, cross-lane ordering, out-of-memory, and user-fn natives. */
+ * sgemm/dgemm against a reference, cross-lane and cross-device ordering, out-of-memory,
+ * user-fn natives, and injected faults in each kind of backend call. */
 #include <math.h>
 #include "testutil.h"
 
@@ -299,6 +300,66 @@ static void test_oom(int d, const tu_devinfo *info) {
   gpar_buffer_release(x);
 }
 
+/* Fault injection on this device: the failed op reports GPAR_EFAULT through its output, a
+ * reader of that output is skipped, and the engine goes on working. */
+static void fault_op(int d, const tu_devinfo *info, const char *kind) {
+  static unsigned char v[SZ], got[SZ];
+  int gpu = info->backend_id != GPAR_BACKEND_HOST;
+  char name[96];
+  snprintf(name, sizeof name, "dev %d: injected '%s' fault", d, kind);
+  if (!gpu && (!strcmp(kind, "event") || !strcmp(kind, "completion"))) {
+    printf("ok %d # SKIP %s: the CPU device has no events\n", ++tap_count, name);
+    return;
+  }
+  gpar_buffer x = mk(d, SZ), y = mk(d, SZ), h = mk(GPAR_HOST, SZ), n = {0};
+  randfill(v, SZ);
+  gpar_write(x, 0, v, SZ);
+  gpar_fill(y, 0, SZ, 0);
+  gpar_wait_all(eng);
+  int st0 = gpar_fault_inject(eng, kind, 1), st1 = GPAR_OK, st2, st3, st4;
+  if (!strcmp(kind, "alloc")) {
+    st1 = gpar_buffer_create(eng, d, SZ, &n); /* the failure may show at once or at first use */
+    if (st1 == GPAR_OK) st1 = gpar_write(n, 0, v, 16) ? GPAR_EFAULT : gpar_wait(n);
+    st2 = GPAR_EFAULT;
+    st3 = GPAR_EDEPFAILED;
+  } else {
+    if (!strcmp(kind, "copy") || !strcmp(kind, "event") || !strcmp(kind, "completion"))
+      st1 = gpar_copy(y, 0, x, 0, SZ);
+    else if (!strcmp(kind, "fill"))
+      st1 = gpar_fill(y, 0, SZ, 0x5a);
+    else if (!strcmp(kind, "gemm"))
+      st1 = gpar_sgemm(GPAR_NO_TRANS, GPAR_NO_TRANS, 16, 16, 16, 1.f, x, 0, 16, x, 0, 16, 0.f, y, 0, 16);
+    else if (!strcmp(kind, "pinned"))
+      st1 = gpar_write(y, 0, v, SZ);
+    st2 = gpar_copy(h, 0, y, 0, SZ); /* reads the failed output */
+    if (st1 != GPAR_OK) st2 = gpar_wait(y) == GPAR_EFAULT ? GPAR_OK : st2; /* failed at submit */
+    st2 = st2 == GPAR_OK ? gpar_wait(y) : st2;
+    st3 = gpar_wait(h);
+    if (st1 == GPAR_EFAULT) st2 = GPAR_EFAULT, st3 = GPAR_EDEPFAILED; /* refused at once: fine */
+  }
+  gpar_fault_inject(eng, kind, 0);
+  st4 = gpar_wait_all(eng);
+  int rec = gpar_copy(y, 0, x, 0, SZ) == GPAR_OK && gpar_copy(h, 0, y, 0, SZ) == GPAR_OK &&
+            gpar_read(h, 0, got, SZ) == GPAR_OK && !memcmp(got, v, SZ);
+  /* The nth completion is whichever op completes first: the copy, or (it ran) its reader. */
+  int which = (st2 == GPAR_EFAULT && st3 == GPAR_EDEPFAILED) ||
+              (!strcmp(kind, "completion") && st2 == GPAR_OK && st3 == GPAR_EFAULT);
+  ok(st0 == GPAR_OK && (st1 == GPAR_OK || st1 == GPAR_EFAULT) && which &&
+         (st4 == GPAR_EFAULT || st4 == GPAR_OK) && rec,
+     "%s: op %s, output %s, its reader %s, wait_all %s; recovered %d", name, gpar_status_name(st1),
+     gpar_status_name(st2), gpar_status_name(st3), gpar_status_name(st4), rec);
+  gpar_wait_all(eng);
+  gpar_buffer_release(x);
+  gpar_buffer_release(y);
+  gpar_buffer_release(h);
+  if (n.id) gpar_buffer_release(n);
+}
+
+static void test_faults(int d, const tu_devinfo *info) {
+  static const char *const kinds[] = {"copy", "fill", "gemm", "alloc", "pinned", "event", "completion"};
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) fault_op(d, info, kinds[i]);
+}
+
 typedef struct natrec {
   gpar_native n;
   char backend[16];
@@ -358,6 +419,14 @@ int main(void) {
   gpar_stats_get(eng, &st);
   ok(st.ops_failed == 0 && st.ops_in_flight == 0 && st.buffers_live == 0,
      "counters: failed %llu, in flight %llu, buffers live %llu", (unsigned long long)st.ops_failed,
+     (unsigned long long)st.ops_in_flight, (unsigned long long)st.buffers_live);
+  for (int d = 0; d < ndev; d++) {
+    tu_devinfo info;
+    tu_device_info(eng, d, &info);
+    test_faults(d, &info);
+  }
+  gpar_stats_get(eng, &st);
+  ok(st.ops_in_flight == 0 && st.buffers_live == 0, "after faults: in flight %llu, buffers live %llu",
      (unsigned long long)st.ops_in_flight, (unsigned long long)st.buffers_live);
   is_status(gpar_shutdown(eng), GPAR_OK, "shutdown");
   return done_testing();

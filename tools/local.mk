@@ -27,9 +27,15 @@ tools_gpar_bench_CPPFLAGS = $(AM_CPPFLAGS) $(OPENBLAS_CFLAGS) $(TOOLS_RAW_CPPFLA
 tools_gpar_bench_LDADD = libgpar.la $(TOOLS_RAW_LIBS) $(OPENBLAS_LIBS) -lm
 
 # The chapter's two experiments as TAP tests: small in `make check`, full size in `make bench`.
+# They run through tests/bench/*.tap wrappers so their .log files come from a suffix rule, which
+# lets the dependencies at the end of this file order them after every other test.
 BENCH_TESTS = tests/bench/multi_device tests/bench/copy_overlap
 check_PROGRAMS += $(BENCH_TESTS)
-TESTS += $(BENCH_TESTS)
+TESTS += tests/bench/multi_device.tap tests/bench/copy_overlap.tap
+EXTRA_DIST += tests/bench/multi_device.tap tests/bench/copy_overlap.tap
+TEST_EXTENSIONS = .tap
+TAP_LOG_DRIVER = $(LOG_DRIVER)
+TAP_LOG_COMPILER = $(SHELL)
 tests_bench_multi_device_SOURCES = tests/bench/multi_device.c
 tests_bench_multi_device_LDADD = libgpar.la
 tests_bench_copy_overlap_SOURCES = tests/bench/copy_overlap.c
@@ -50,3 +56,8 @@ bench: tools/gpar-bench$(EXEEXT) tests/bench/multi_device$(EXEEXT) tests/bench/c
 .PHONY: bench
 CLEANFILES += bench-multi-device.json bench-copy-overlap.json bench-copy-overlap.trace.json \
 	bench-copy-overlap.svg
+
+# The timing tests run alone, after every other test, so no other test shares their devices
+# under `make -j check` (automake orders tests by dependencies between their .log files).
+tests/bench/multi_device.log: $(GPAR_TAP_TESTS:=.log)
+tests/bench/copy_overlap.log: tests/bench/multi_device.log

@@ -1,0 +1,32 @@
+#!/bin/bash
+# run-gpu.sh: the benchmark batch behind bench/results/h200.md. Run from a built tree (the
+# `make dist` build that .gpu/gpu-check.sh makes on the GPU machine):
+#   bash .gpu/gpu-check.sh bash "$PWD/bench/run-gpu.sh"
+# Writes every log, JSON file, trace and SVG into $OUT/bench.tgz (the device tool brings back
+# few files), or ./bench-out without $OUT.
+set -u
+out=/tmp/bench-out; rm -rf "$out"; mkdir -p "$out"
+b=./tools/gpar-bench
+run() { local name=$1; shift; echo "### $name: gpar-bench $*"; timeout 240 "$b" "$@" --quiet --json "$out/$name.json" 2>&1 | tee "$out/$name.txt"; }
+nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader
+./tools/gpar-info | tee "$out/gpar-info.txt"
+ngpu=$(nvidia-smi -L | wc -l)
+# The chapter's experiments, CUDA, with the raw cuBLAS loop in the same process.
+run cuda-multi --backend cuda --raw --repeat 5
+run cuda-overlap --backend cuda --raw --repeat 5 --trace "$out/cuda-overlap.trace.json" --svg "$out/cuda-overlap.svg"
+run cuda-overlap-pageable --backend cuda --pageable --repeat 3
+run cuda-gemm --backend cuda --raw --repeat 5
+run cuda-gemm-tf32 --backend cuda --raw --repeat 5 --tf32
+# Small operations (issue 8): one submitting thread, raw loop side by side.
+run cuda-small256 --backend cuda --size 256 --iters 2000 --raw --repeat 5
+run cuda-small1024 --backend cuda --size 1024 --iters 400 --raw --repeat 5
+run cuda-overlap1024 --backend cuda --size 1024 --iters 400 --raw --repeat 5
+# OpenCL on the NVIDIA platform, with the raw CLBlast loop.
+run ocl-multi --backend opencl --raw --repeat 3
+run ocl-overlap --backend opencl --raw --repeat 3
+run ocl-gemm --backend opencl --raw --repeat 3
+run ocl-small256 --backend opencl --size 256 --iters 2000 --raw --repeat 5
+# Engine cost per op on the host.
+run overhead overhead
+echo "gpus: $ngpu"
+if [ -n "${OUT:-}" ]; then tar -czf "$OUT/bench.tgz" -C /tmp bench-out; else rm -rf bench-out; cp -r "$out" bench-out; fi
