@@ -12,20 +12,20 @@ nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader
 ./tools/gpar-info | tee "$out/gpar-info.txt"
 ngpu=$(nvidia-smi -L | wc -l)
 # The chapter's experiments, CUDA, with the raw cuBLAS loop in the same process.
-run cuda-multi --backend cuda --raw --repeat 5
-run cuda-overlap --backend cuda --raw --repeat 5 --trace "$out/cuda-overlap.trace.json" --svg "$out/cuda-overlap.svg"
-run cuda-overlap-pageable --backend cuda --pageable --repeat 3
-run cuda-gemm --backend cuda --raw --repeat 5
-run cuda-gemm-tf32 --backend cuda --raw --repeat 5 --tf32
+run cuda-multi multi-device --backend cuda --raw --repeat 5
+run cuda-overlap copy-overlap --backend cuda --raw --repeat 5 --trace "$out/cuda-overlap.trace.json" --svg "$out/cuda-overlap.svg"
+run cuda-overlap-pageable copy-overlap --backend cuda --pageable --repeat 3
+run cuda-gemm gemm --backend cuda --raw --repeat 5
+run cuda-gemm-tf32 gemm --backend cuda --raw --repeat 5 --tf32
 # Small operations (issue 8): one submitting thread, raw loop side by side.
-run cuda-small256 --backend cuda --size 256 --iters 2000 --raw --repeat 5
-run cuda-small1024 --backend cuda --size 1024 --iters 400 --raw --repeat 5
-run cuda-overlap1024 --backend cuda --size 1024 --iters 400 --raw --repeat 5
+run cuda-small256 multi-device --backend cuda --size 256 --iters 2000 --raw --repeat 5
+run cuda-small1024 multi-device --backend cuda --size 1024 --iters 400 --raw --repeat 5
+run cuda-overlap1024 copy-overlap --backend cuda --size 1024 --iters 400 --raw --repeat 5
 # OpenCL on the NVIDIA platform, with the raw CLBlast loop.
-run ocl-multi --backend opencl --raw --repeat 3
-run ocl-overlap --backend opencl --raw --repeat 3
-run ocl-gemm --backend opencl --raw --repeat 3
-run ocl-small256 --backend opencl --size 256 --iters 2000 --raw --repeat 5
+run ocl-multi multi-device --backend opencl --raw --repeat 3
+run ocl-overlap copy-overlap --backend opencl --raw --repeat 3
+run ocl-gemm gemm --backend opencl --raw --repeat 3
+run ocl-small256 multi-device --backend opencl --size 256 --iters 2000 --raw --repeat 5
 # Engine cost per op on the host.
 run overhead overhead
 echo "gpus: $ngpu"

@@ -73,6 +73,10 @@ typedef struct gpar__backend_ops {
   /* 1: ops are enqueued on lanes and ordered by events (GPU backends). 0: ops run to completion
    * synchronously in the call (host backend), on the core's CPU worker threads. */
   int ordered_by_events;
+  /* 1: a host-to-device copy may read its host source when enqueued rather than when its lane
+   * reaches it, so the core must not order it behind a producer's event (it waits for the
+   * producer to retire instead). Seen on NVIDIA's OpenCL; CUDA and PoCL order such reads. */
+  int h2d_reads_at_enqueue;
 
   /* Probe. *ndev = 0 with GPAR_OK when the backend finds no device (reason: gpar__log). */
   int (*open)(const gpar_config *cfg, gpar__backend **be, int *ndev);
@@ -102,7 +106,7 @@ typedef struct gpar__backend_ops {
   int (*peer_ok)(gpar__backend *be, int src_idx, int dst_idx);
 
   /* Events (ordered_by_events backends only). */
-  /* Record an event after all work enqueued so far on the lane. */
+  /* Record an event after all work enqueued so far on the lane, event_wait calls included. */
   int (*event_record)(gpar__bdev *dev, int lane, unsigned flags, gpar__event **ev);
   /* Make the lane wait (on the device, not the host) until ev has completed. ev may come from
    * another device for which can_wait() said yes. */

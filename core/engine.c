@@ -40,6 +40,7 @@ static void queue_init(gpar__queue *q) {
   pthread_cond_init(&q->cv, NULL);
   q->head = q->tail = NULL;
   atomic_init(&q->count, 0);
+  atomic_init(&q->spinners, 0);
   q->sleepers = 0;
   q->stop = 0;
 }
@@ -57,8 +58,9 @@ static void queue_push(gpar__queue *q, gpar__op *op) {
   else
     q->head = op;
   q->tail = op;
-  atomic_fetch_add_explicit(&q->count, 1, memory_order_release);
-  if (q->sleepers) pthread_cond_signal(&q->cv);
+  int queued = atomic_fetch_add_explicit(&q->count, 1, memory_order_release) + 1;
+  /* Wake a sleeper only when the spinning consumers cannot take all queued ops. */
+  if (q->sleepers && queued > atomic_load_explicit(&q->spinners, memory_order_acquire)) pthread_cond_signal(&q->cv);
   pthread_mutex_unlock(&q->mu);
 }
 
@@ -73,13 +75,18 @@ static void queue_stop(gpar__queue *q) {
  * sleeping, so a steady stream of small ops never pays a futex wake-up. NULL once stopped. */
 static gpar__op *queue_pop(gpar__queue *q, int all) {
   const double spin_s = 20e-6;
+  /* At most two consumers spin; the rest sleep. With one spinner per core (32 CPU workers)
+   * every push became a stampede on the lock: 6.5 us per empty op instead of 0.4. */
   if (atomic_load_explicit(&q->count, memory_order_acquire) == 0) {
-    double until = gpar__now() + spin_s;
-    while (atomic_load_explicit(&q->count, memory_order_acquire) == 0 && gpar__now() < until) {
+    if (atomic_fetch_add_explicit(&q->spinners, 1, memory_order_acq_rel) < 2) {
+      double until = gpar__now() + spin_s;
+      while (atomic_load_explicit(&q->count, memory_order_acquire) == 0 && gpar__now() < until) {
 #if defined(__x86_64__) || defined(__i386__)
-      __builtin_ia32_pause();
+        __builtin_ia32_pause();
 #endif
+      }
     }
+    atomic_fetch_sub_explicit(&q->spinners, 1, memory_order_acq_rel);
   }
   pthread_mutex_lock(&q->mu);
   while (!q->head && !q->stop) {
@@ -229,6 +236,9 @@ static void make_ready(gpar__op *op) {
 
 static int edge_on_device(const gpar__op *p, const gpar__op *c) {
   const gpar__device *pd = p->dev, *cd = c->dev;
+  /* A backend whose host-to-device copies may read host memory when enqueued (NVIDIA's OpenCL
+   * stages the source at enqueue) cannot order that read behind an event: wait for retirement. */
+  if (c->kind == GPAR__OP_COPY && c->u.copy.kind == GPAR__COPY_H2D && cd->ops->h2d_reads_at_enqueue) return 0;
   return pd->ops == cd->ops && pd->ops->ordered_by_events &&
          (pd == cd || pd->ops->can_wait(pd->be, pd->bidx, cd->bidx));
 }

@@ -106,6 +106,7 @@ typedef struct gpar__queue {
   pthread_cond_t cv;
   gpar__op *head, *tail;
   atomic_int count;
+  atomic_int spinners;  /* consumers spinning before they sleep */
   int sleepers;
   int stop;
 } gpar__queue;

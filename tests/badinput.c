@@ -181,6 +181,11 @@ static void device_cases(int d, gpar_buffer x2) {
   CASE(GPAR_EBADBUF, gpar_copy(a, 0, r, 0, 8));
   CASE(GPAR_EENGINE, gpar_copy(a, 0, x2, 0, 8));
   CASE(GPAR_EENGINE, gpar_copy(x2, 0, a, 0, 8));
+  /* zero bytes: like gpar_buffer_create, an invalid size (gpar.h does not say; the engine does) */
+  CASE(GPAR_EINVAL, gpar_copy(a, 0, b, 0, 0));
+  CASE(GPAR_EINVAL, gpar_write(a, 0, tmp, 0));
+  CASE(GPAR_EINVAL, gpar_read(a, 0, tmp, 0));
+  CASE(GPAR_EINVAL, gpar_fill(a, 0, 0, 1));
   /* write / read / fill */
   CASE(GPAR_ERANGE, gpar_write(a, BUFSZ - 4, tmp, 8));
   CASE(GPAR_ERANGE, gpar_write(a, SIZE_MAX, tmp, 2));
@@ -268,11 +273,8 @@ static void device_cases(int d, gpar_buffer x2) {
      "dev %d: valid edge cases accepted (%s %s %s %s)", d, gpar_status_name(st1), gpar_status_name(st2),
      gpar_status_name(st3), gpar_status_name(st4));
   {
-    int z1 = gpar_copy(a, 0, b, 0, 0), z2 = gpar_fill(a, 0, 0, 1), z3 = gpar_write(a, 0, tmp, 0);
-    int z4 = gpar_read(a, 0, tmp, 0), z5 = gpar_sgemm(N, N, 0, 8, 8, 1.f, a, 0, 8, b, 0, 8, 0.f, c, 0, 8);
-    diag("dev %d: zero-byte copy/fill/write/read, m=0 sgemm return %s %s %s %s %s (not asserted)", d,
-         gpar_status_name(z1), gpar_status_name(z2), gpar_status_name(z3), gpar_status_name(z4),
-         gpar_status_name(z5));
+    int z5 = gpar_sgemm(N, N, 0, 8, 8, 1.f, a, 0, 8, b, 0, 8, 0.f, c, 0, 8);
+    diag("dev %d: m=0 sgemm returns %s (not asserted)", d, gpar_status_name(z5));
   }
   is_status(gpar_wait_all(eng), GPAR_OK, "wait_all after the table");
   gpar_buffer_release(b);

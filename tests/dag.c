@@ -117,6 +117,48 @@ static void gen(dag *d, uint64_t seed, int cpu, int ndev) {
   d->early_release = tu_range(&s, 0, 9) < 3 ? tu_range(&s, 0, d->nb - 1) : -1;
 }
 
+/* The DAG as diagnostics (printed for the first failure of a batch). */
+static void dump(const dag *d) {
+  char line[256];
+  int off = snprintf(line, sizeof line, "  buffers:");
+  for (int b = 0; b < d->nb; b++) {
+    if (d->dev[b] == GPAR_HOST) off += snprintf(line + off, sizeof line - (size_t)off, " b%d@HOST", b);
+    else off += snprintf(line + off, sizeof line - (size_t)off, " b%d@dev%d", b, d->dev[b]);
+  }
+  if (d->early_release >= 0) snprintf(line + off, sizeof line - (size_t)off, " (b%d released early)", d->early_release);
+  diag("%s", line);
+  for (int i = 0; i < d->nops; i++) {
+    const dag_op *o = &d->ops[i];
+    int k = snprintf(line, sizeof line, "  op %d: ", i);
+    switch (o->kind) {
+    case K_USER:
+      k += snprintf(line + k, sizeof line - (size_t)k, "user reads");
+      for (int j = 0; j < o->nr; j++) k += snprintf(line + k, sizeof line - (size_t)k, " b%d", o->r[j]);
+      k += snprintf(line + k, sizeof line - (size_t)k, " writes");
+      for (int j = 0; j < o->nw; j++) k += snprintf(line + k, sizeof line - (size_t)k, " b%d", o->w[j]);
+      snprintf(line + k, sizeof line - (size_t)k, " delay %ld us", o->delay_us);
+      break;
+    case K_COPY:
+      snprintf(line + k, sizeof line - (size_t)k, "copy b%d+%zu <- b%d+%zu, %zu bytes", o->dst, o->doff, o->src,
+               o->soff, o->bytes);
+      break;
+    case K_FILL:
+      snprintf(line + k, sizeof line - (size_t)k, "fill b%d+%zu, %zu bytes", o->dst, o->doff, o->bytes);
+      break;
+    case K_WRITE:
+      snprintf(line + k, sizeof line - (size_t)k, "write b%d+%zu, %zu bytes", o->dst, o->doff, o->bytes);
+      break;
+    case K_READ:
+      snprintf(line + k, sizeof line - (size_t)k, "read b%d+%zu, %zu bytes", o->dst, o->doff, o->bytes);
+      break;
+    case K_PEEK:
+      snprintf(line + k, sizeof line - (size_t)k, "wait b%d and look at its memory", o->dst);
+      break;
+    }
+    diag("%s", line);
+  }
+}
+
 /* Run one DAG on the engine against the replay; 1 when everything matched. */
 static int run_dag(gpar_engine *eng, int cpu, dag *d, int idx, uint64_t base, int *reported) {
   uint64_t ref[MAXB][WORDS], *refp[MAXB], *mem[MAXB];
@@ -205,6 +247,7 @@ out:
   if (!good && (*reported)++ < 3) {
     diag("seed %llu dag %d (dag seed %llu, %d buffers, %d ops): %s", (unsigned long long)base, idx,
          (unsigned long long)d->seed, d->nb, d->nops, why);
+    if (*reported == 1) dump(d);
   }
   return good;
 #undef FAIL
@@ -214,6 +257,8 @@ static int ndagsplus(int ndags, int batch);
 
 /* multi: engine with every backend, buffers on every device. */
 static void run_mode(const char *mode, int synchronous, int multi, uint64_t base, int ndags, int batch) {
+  const char *oe = getenv("GPAR_TEST_DAG_ONLY"); /* run only this DAG index (debugging) */
+  int only = oe && *oe ? atoi(oe) : -1;
   static dag d;
   gpar_engine *eng = tu_engine(multi ? 0 : GPAR_BACKEND_HOST, 4, synchronous);
   int cpu = gpar_device_find(eng, GPAR_BACKEND_HOST, GPAR_DEVICE_CPU, 0);
@@ -227,13 +272,15 @@ static void run_mode(const char *mode, int synchronous, int multi, uint64_t base
   }
   for (int first = 0; first < ndags; first += batch) {
     int good = 0, reported = 0, n = 0;
-    for (int i = first; i < first + batch && i < ndags; i++, n++) {
+    for (int i = first; i < first + batch && i < ndags; i++) {
+      if (only >= 0 && i != only) continue;
+      n++;
       gen(&d, tu_mix(base ^ ((uint64_t)i << 2 | (uint64_t)synchronous | (uint64_t)multi << 1)), cpu, ndev);
       nops += d.nops;
       good += run_dag(eng, cpu, &d, i, base, &reported);
     }
-    ok(good == n, "%s: DAGs %d-%d match the sequential replay (%d/%d)", mode, first, first + n - 1,
-       good, n);
+    ok(good == n, "%s: DAGs %d-%d match the sequential replay (%d/%d)", mode, first,
+       first + batch - 1 < ndags - 1 ? first + batch - 1 : ndags - 1, good, n);
     total_ok += good;
   }
   gpar_stats s;

@@ -864,6 +864,7 @@ const gpar__backend_ops gpar__opencl_backend = {
     .name = "opencl",
     .id = GPAR_BACKEND_OPENCL,
     .ordered_by_events = 1,
+    .h2d_reads_at_enqueue = 1, /* NVIDIA's clEnqueueWriteBuffer reads the host source at enqueue */
     .open = gpar__cl_open,
     .close = gpar__cl_close,
     .device_info = gpar__cl_device_info,
