@@ -515,53 +515,80 @@ static void dispatch_one(gpar__device *dev, gpar__op *op) {
   }
 }
 
+/* Hand dispatched ops to the completion thread, and complete at once those without an event. */
+static void hand_to_completer(gpar__device *dev, gpar__op *group) {
+  gpar_engine *eng = dev->eng;
+  gpar__op *no_event = NULL, *next;
+  pthread_mutex_lock(&dev->cmu);
+  for (gpar__op *op = group; op; op = next) {
+    next = op->next;
+    if (!op->event) {
+      op->next = no_event;
+      no_event = op;
+      continue;
+    }
+    op->lane_next = NULL;
+    if (dev->lane_tail[op->lane])
+      dev->lane_tail[op->lane]->lane_next = op;
+    else
+      dev->lane_head[op->lane] = op;
+    dev->lane_tail[op->lane] = op;
+  }
+  pthread_cond_signal(&dev->ccv);
+  pthread_mutex_unlock(&dev->cmu);
+  if (no_event) {
+    pthread_mutex_lock(&eng->mu);
+    for (gpar__op *op = no_event; op; op = next) {
+      next = op->next;
+      complete_locked(eng, op, GPAR_OK);
+    }
+    pthread_mutex_unlock(&eng->mu);
+  }
+}
+
+/* GPU dispatcher. Ops are taken from the ready queue in batches and dispatched a few at a
+ * time; a successor that this releases on the same device is dispatched next, ahead of the
+ * rest of the batch. So GEMM i's copy goes out right after GEMM i rather than after every
+ * queued GEMM, and the copy lane starts as early as it can (copy-bound pipelines). */
+#define GPAR__DISPATCH_GROUP 4
 static void *gpu_dispatcher(void *arg) {
   gpar__device *dev = arg;
   gpar_engine *eng = dev->eng;
   gpar__in_op = 1;
   if (dev->ops->bind_thread) dev->ops->bind_thread(dev->bdev);
-  gpar__op *batch;
-  while ((batch = queue_pop(&dev->ready, 1))) {
-    for (gpar__op *op = batch; op; op = op->next) dispatch_one(dev, op);
-    /* Release the successors that wait on these events, in one lock. */
-    pthread_mutex_lock(&eng->mu);
-    gpar__op *no_event = NULL, *next;
-    for (gpar__op *op = batch; op; op = op->next) {
-      op->state = GPAR__ST_DISPATCHED;
-      for (int i = 0; i < op->prods.n; i++) gpar__op_unref_locked(eng, op->prods.v[i].op);
-      op->prods.n = 0;
-      for (int i = 0; i < op->succs.n; i++) {
-        gpar__op *c = op->succs.v[i].op;
-        int flags = op->succs.v[i].flags;
-        if (op->status != GPAR_OK && (flags & GPAR__EDGE_DATA)) atomic_store(&c->dep_failed, 1);
-        if ((flags & GPAR__EDGE_EVENT) && --c->unmet == 0) make_ready(c);
-      }
-    }
-    pthread_mutex_unlock(&eng->mu);
-    pthread_mutex_lock(&dev->cmu);
-    for (gpar__op *op = batch; op; op = next) {
-      next = op->next;
-      if (!op->event) {
-        op->next = no_event;
-        no_event = op;
-        continue;
-      }
-      op->lane_next = NULL;
-      if (dev->lane_tail[op->lane])
-        dev->lane_tail[op->lane]->lane_next = op;
-      else
-        dev->lane_head[op->lane] = op;
-      dev->lane_tail[op->lane] = op;
-    }
-    pthread_cond_signal(&dev->ccv);
-    pthread_mutex_unlock(&dev->cmu);
-    if (no_event) {
+  gpar__op *todo;
+  while ((todo = queue_pop(&dev->ready, 1))) {
+    while (todo) {
+      gpar__op *group = todo, *last = todo;
+      for (int n = 1; n < GPAR__DISPATCH_GROUP && last->next; n++) last = last->next;
+      todo = last->next;
+      last->next = NULL;
+      for (gpar__op *op = group; op; op = op->next) dispatch_one(dev, op);
+      /* Release the successors that wait on these events, in one lock. */
+      gpar__op *local = NULL, **local_tail = &local;
       pthread_mutex_lock(&eng->mu);
-      for (gpar__op *op = no_event; op; op = next) {
-        next = op->next;
-        complete_locked(eng, op, GPAR_OK);
+      for (gpar__op *op = group; op; op = op->next) {
+        op->state = GPAR__ST_DISPATCHED;
+        for (int i = 0; i < op->prods.n; i++) gpar__op_unref_locked(eng, op->prods.v[i].op);
+        op->prods.n = 0;
+        for (int i = 0; i < op->succs.n; i++) {
+          gpar__op *c = op->succs.v[i].op;
+          int flags = op->succs.v[i].flags;
+          if (op->status != GPAR_OK && (flags & GPAR__EDGE_DATA)) atomic_store(&c->dep_failed, 1);
+          if (!(flags & GPAR__EDGE_EVENT) || --c->unmet) continue;
+          if (c->dev == dev) {
+            c->state = GPAR__ST_READY;
+            *local_tail = c;
+            local_tail = &c->next;
+          } else {
+            make_ready(c);
+          }
+        }
       }
       pthread_mutex_unlock(&eng->mu);
+      *local_tail = todo;
+      todo = local;
+      hand_to_completer(dev, group);
     }
   }
   return NULL;
