@@ -58,9 +58,10 @@ static void queue_push(gpar__queue *q, gpar__op *op) {
   else
     q->head = op;
   q->tail = op;
-  int queued = atomic_fetch_add_explicit(&q->count, 1, memory_order_release) + 1;
-  /* Wake a sleeper only when the spinning consumers cannot take all queued ops. */
-  if (q->sleepers && queued > atomic_load_explicit(&q->spinners, memory_order_acquire)) pthread_cond_signal(&q->cv);
+  atomic_fetch_add_explicit(&q->count, 1, memory_order_release);
+  /* Wake a sleeper only when no consumer is spinning; a consumer that takes an op and leaves
+   * more behind wakes the next one (queue_pop), so wake-ups follow the work, not the pushes. */
+  if (q->sleepers && atomic_load_explicit(&q->spinners, memory_order_acquire) == 0) pthread_cond_signal(&q->cv);
   pthread_mutex_unlock(&q->mu);
 }
 
@@ -104,6 +105,7 @@ static gpar__op *queue_pop(gpar__queue *q, int all) {
       if (!q->head) q->tail = NULL;
       atomic_fetch_sub_explicit(&q->count, 1, memory_order_relaxed);
       op->next = NULL;
+      if (q->head && q->sleepers) pthread_cond_signal(&q->cv); /* more work: wake a helper */
     }
   }
   pthread_mutex_unlock(&q->mu);
@@ -550,7 +552,7 @@ static void hand_to_completer(gpar__device *dev, gpar__op *group) {
  * time; a successor that this releases on the same device is dispatched next, ahead of the
  * rest of the batch. So GEMM i's copy goes out right after GEMM i rather than after every
  * queued GEMM, and the copy lane starts as early as it can (copy-bound pipelines). */
-#define GPAR__DISPATCH_GROUP 4
+#define GPAR__DISPATCH_GROUP 8
 static void *gpu_dispatcher(void *arg) {
   gpar__device *dev = arg;
   gpar_engine *eng = dev->eng;
@@ -594,9 +596,11 @@ static void *gpu_dispatcher(void *arg) {
   return NULL;
 }
 
-/* Completion thread of a GPU: retire lane heads whose events are done. With one busy lane it
- * blocks on that lane's oldest event; with several it polls every 20 us, so a short copy is
- * not held up behind a long GEMM on another lane. */
+/* Completion thread of a GPU: retire lane heads whose events are done, polling every ~20-60 us
+ * (nanosleep) while any lane is busy and sleeping on a condition variable when none is. Each
+ * pass retires every finished op in one engine lock. Polling, rather than a blocking
+ * cudaEventSynchronize on the oldest event, keeps this thread off the driver's locks while the
+ * dispatcher launches small ops, and never holds a short copy behind a long GEMM. */
 static void *gpu_completer(void *arg) {
   gpar__device *dev = arg;
   gpar_engine *eng = dev->eng;
@@ -606,7 +610,7 @@ static void *gpu_completer(void *arg) {
   pthread_mutex_lock(&dev->cmu);
   for (;;) {
     gpar__op *done = NULL, **done_tail = &done;
-    int busy = 0, oldest = -1;
+    int busy = 0;
     for (int l = 0; l < GPAR__NLANES; l++) {
       gpar__op *op;
       while ((op = dev->lane_head[l])) {
@@ -620,10 +624,7 @@ static void *gpu_completer(void *arg) {
         *done_tail = op;
         done_tail = &op->next;
       }
-      if (dev->lane_head[l]) {
-        busy++;
-        if (oldest < 0 || dev->lane_head[l]->seq < dev->lane_head[oldest]->seq) oldest = l;
-      }
+      if (dev->lane_head[l]) busy++;
     }
     if (done) {
       pthread_mutex_unlock(&dev->cmu);
@@ -650,17 +651,10 @@ static void *gpu_completer(void *arg) {
       pthread_cond_wait(&dev->ccv, &dev->cmu);
       continue;
     }
-    if (busy == 1) {
-      gpar__op *op = dev->lane_head[oldest];
-      pthread_mutex_unlock(&dev->cmu);
-      ops->event_sync(op->event);
-      pthread_mutex_lock(&dev->cmu);
-    } else {
-      pthread_mutex_unlock(&dev->cmu);
-      struct timespec ts = {0, 20000};
-      nanosleep(&ts, NULL);
-      pthread_mutex_lock(&dev->cmu);
-    }
+    pthread_mutex_unlock(&dev->cmu);
+    struct timespec ts = {0, 20000};
+    nanosleep(&ts, NULL);
+    pthread_mutex_lock(&dev->cmu);
   }
   pthread_mutex_unlock(&dev->cmu);
   return NULL;
