@@ -108,6 +108,7 @@ typedef struct gpar__queue {
   atomic_int count;
   atomic_int spinners;  /* consumers spinning before they sleep */
   int sleepers;
+  int waking;           /* a sleeper was signalled and has not run yet */
   int stop;
 } gpar__queue;
 
