@@ -39,6 +39,8 @@ typedef struct bench_ctx {
   char *json_buf;
   size_t json_len;
   int json_first;                /* no member written yet at the current nesting level */
+  double t_init;                 /* bench_now() just before gpar_init (the trace's time 0) */
+  double svg_from, svg_to;       /* seconds since t_init the SVG shows (0, 0: everything) */
 } bench_ctx;
 
 /* Median, min and max of `count` timings. */
@@ -89,6 +91,7 @@ int bench_overhead(bench_ctx *ctx);
 
 /* Read a Chrome trace-event JSON (one event per line) and write an SVG timeline.
  * Returns 0, or -1 after printing why on stderr. */
-int bench_trace_to_svg(const char *trace_path, const char *svg_path, const char *title);
+/* from_us < to_us: only ops overlapping that window of trace time are drawn. */
+int bench_trace_to_svg(const char *trace_path, const char *svg_path, const char *title, double from_us, double to_us);
 
 #endif

@@ -144,7 +144,7 @@ static double nice_step(double range, int want) {
   return (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10) * p;
 }
 
-int bench_trace_to_svg(const char *trace_path, const char *svg_path, const char *title) {
+int bench_trace_to_svg(const char *trace_path, const char *svg_path, const char *title, double from_us, double to_us) {
   FILE *in = fopen(trace_path, "r");
   if (!in) {
     fprintf(stderr, "gpar-bench: trace %s: %s (was tracing written?)\n", trace_path, strerror(errno));
@@ -195,6 +195,7 @@ int bench_trace_to_svg(const char *trace_path, const char *svg_path, const char 
       double ts, dur;
       if (get_number(find_key(obj, end, "ts"), &ts) || get_number(find_key(obj, end, "dur"), &dur))
         continue;
+      if (from_us < to_us && (ts + dur < from_us || ts > to_us)) continue; /* outside the window */
       if (ecount >= max_events) {
         skipped++;
         continue;

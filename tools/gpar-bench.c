@@ -507,6 +507,7 @@ int main(int argc, char **argv) {
    * the backend under test. NVIDIA's OpenCL treats CUDA-pinned memory as pageable (13 GB/s
    * instead of 55 GB/s for D2H copies, measured on H200). */
   if (ctx.o.backend && backend_id_of(ctx.o.backend) > 0) cfg.backends = GPAR_BACKEND_HOST | backend_id_of(ctx.o.backend);
+  ctx.t_init = bench_now();
   int st = gpar_init(&ctx.eng, &cfg);
   if (st != GPAR_OK) {
     bench_fail("gpar_init", st);
@@ -577,7 +578,7 @@ int main(int argc, char **argv) {
     char title[256];
     snprintf(title, sizeof title, "gpar-bench %s, backend %s, size %d, iters %d",
              ctx.o.subcommand, ctx.backend ? ctx.backend : "?", ctx.n, ctx.iters);
-    if (bench_trace_to_svg(trace, ctx.o.svg_path, title) != 0)
+    if (bench_trace_to_svg(trace, ctx.o.svg_path, title, ctx.svg_from * 1e6, ctx.svg_to * 1e6) != 0)
       rc = 1;
     else
       printf("svg: %s\n", ctx.o.svg_path);

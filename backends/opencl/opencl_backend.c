@@ -168,6 +168,7 @@ typedef struct gpar__clpin {
 
 struct gpar__backend {
   int nplat, ndev;
+  int profiling; /* tracing is on: lanes are profiling queues, event_elapsed works */
   gpar__clplat *plats;
   gpar__cldev *devs;
   /* Pinned host memory (host_alloc): buffers of one context mapped on a private queue. */
@@ -263,7 +264,6 @@ static void gpar__cl_describe(gpar__cldev *d) {
 static void gpar__cl_close(gpar__backend *be);
 
 static int gpar__cl_open(const gpar_config *cfg, gpar__backend **out, int *ndev) {
-  (void)cfg;
   *out = NULL;
   *ndev = 0;
   cl_uint np = 0;
@@ -278,6 +278,7 @@ static int gpar__cl_open(const gpar_config *cfg, gpar__backend **out, int *ndev)
     return GPAR_OK;
   }
   gpar__backend *be = calloc(1, sizeof *be);
+  if (be) be->profiling = cfg && cfg->trace_path != NULL;
   cl_platform_id *pids = calloc(np, sizeof *pids);
   if (!be || !pids) {
     free(be);
@@ -434,11 +435,11 @@ static int gpar__cl_device_open(gpar__backend *be, int idx, gpar__bdev **out) {
   dev->ctx = be->plats[dev->d->plat].ctx;
   for (int l = 0; l < GPAR__NLANES; l++) {
     cl_int err = CL_SUCCESS;
-    /* In-order, no profiling (event_elapsed is not provided). clCreateCommandQueue is the 1.2
-     * entry point, deprecated but present in every ICD loader. */
+    /* In-order; profiling only while tracing (it timestamps every command). clCreateCommandQueue
+     * is the 1.2 entry point, deprecated but present in every ICD loader. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-    dev->lanes[l].q = clCreateCommandQueue(dev->ctx, dev->d->id, 0, &err);
+    dev->lanes[l].q = clCreateCommandQueue(dev->ctx, dev->d->id, be->profiling ? CL_QUEUE_PROFILING_ENABLE : 0, &err);
 #pragma GCC diagnostic pop
     atomic_init(&dev->lanes[l].dirty, 1);
     if (!dev->lanes[l].q || err != CL_SUCCESS) {
@@ -792,7 +793,7 @@ static void gpar__cl_event_release(gpar__event *e) {
 }
 
 static int gpar__cl_event_record(gpar__bdev *dev, int lane, unsigned flags, gpar__event **out) {
-  (void)flags; /* no profiling queues: GPAR__EVENT_TIMING has no effect (event_elapsed is NULL) */
+  (void)flags; /* every event of a profiling queue carries timestamps (tracing) */
   gpar__cllane *ln = &dev->lanes[lane];
   gpar__event *e = gpar__cl_ev_get(dev->be);
   if (!e) return gpar__errorf(GPAR_ENOMEM, "opencl: out of host memory for an event");
@@ -813,6 +814,16 @@ static int gpar__cl_event_record(gpar__bdev *dev, int lane, unsigned flags, gpar
     gpar__cl_set_last(ln, ev); /* flushes: other queues may wait on this marker */
   }
   *out = e;
+  return GPAR_OK;
+}
+
+/* Milliseconds between the ends of two commands (profiling queues only, i.e. while tracing). */
+static int gpar__cl_event_elapsed(gpar__event *start, gpar__event *end, double *ms) {
+  cl_ulong t0 = 0, t1 = 0;
+  cl_int err = clGetEventProfilingInfo(start->ev, CL_PROFILING_COMMAND_END, sizeof t0, &t0, NULL);
+  if (err == CL_SUCCESS) err = clGetEventProfilingInfo(end->ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
+  if (err != CL_SUCCESS) return gpar__cl_fail("clGetEventProfilingInfo", err);
+  *ms = ((double)t1 - (double)t0) * 1e-6;
   return GPAR_OK;
 }
 
@@ -885,7 +896,7 @@ const gpar__backend_ops gpar__opencl_backend = {
     .event_query = gpar__cl_event_query,
     .event_sync = gpar__cl_event_sync,
     .event_release = gpar__cl_event_release,
-    .event_elapsed = NULL,
+    .event_elapsed = gpar__cl_event_elapsed,
     .can_wait = gpar__cl_can_wait,
     .lane_sync = gpar__cl_lane_sync,
 };
