@@ -57,6 +57,7 @@ typedef struct gpar__gemm_args {
   void *c;
   size_t c_off;
   int ldc;
+  int no_event; /* hint: the core records no event right after this GEMM (OpenCL: no cl_event) */
 } gpar__gemm_args;
 
 /* Flags for event_record. */

@@ -212,6 +212,12 @@ int gpar__op_add_access(gpar__op *op, gpar__buf *buf, int mode) {
   return GPAR_OK;
 }
 
+static void op_free(gpar_engine *eng, gpar__op *op);
+
+void gpar__op_unref_locked(gpar_engine *eng, gpar__op *op) {
+  if (--op->refs == 0) op_free(eng, op);
+}
+
 static void op_free(gpar_engine *eng, gpar__op *op) {
   const gpar__backend_ops *ops = op->dev ? op->dev->ops : NULL;
   if (op->event) {
@@ -222,6 +228,7 @@ static void op_free(gpar_engine *eng, gpar__op *op) {
     ops->event_release(op->start_event);
     atomic_fetch_sub(&eng->events_live, 1);
   }
+  if (op->cover) gpar__op_unref_locked(eng, op->cover);
   edges_free(&op->prods);
   edges_free(&op->succs);
   free(op->acc_more);
@@ -229,10 +236,6 @@ static void op_free(gpar_engine *eng, gpar__op *op) {
   free(op->async_msg);
   op->next = eng->op_free;
   eng->op_free = op;
-}
-
-void gpar__op_unref_locked(gpar_engine *eng, gpar__op *op) {
-  if (--op->refs == 0) op_free(eng, op);
 }
 
 /* Discard an op that was built but never submitted (argument error). */
@@ -499,26 +502,35 @@ static int record_event(gpar__device *dev, gpar__op *op, unsigned flags, gpar__e
   return GPAR_OK;
 }
 
+/* The event whose completion implies op's: its own, or that of the later op on the same lane
+ * that covers it; NULL when its lane was synchronised (already complete). */
+static gpar__event *op_done_event(const gpar__op *op) {
+  return op->event ? op->event : op->cover ? op->cover->event : NULL;
+}
+
 /* GPU dispatcher: make the lane wait on the producers' events, enqueue the work, record the
- * op's event. No engine lock is held during vendor calls. */
-static void dispatch_one(gpar__device *dev, gpar__op *op) {
+ * op's event when someone needs it. No engine lock is held during vendor calls. */
+static void dispatch_one(gpar__device *dev, gpar__op *op, int need_event) {
   const gpar__backend_ops *ops = dev->ops;
   int tracing = dev->eng->tracing;
   int st = GPAR_OK;
   for (int i = 0; i < op->prods.n; i++) {
     gpar__op *p = op->prods.v[i].op;
     if (!(op->prods.v[i].flags & GPAR__EDGE_EVENT)) continue;
-    if (!p->event) continue; /* the producer synchronised its lane: already complete */
     if (p->dev == dev && p->lane == op->lane) continue; /* same in-order lane: already ordered */
-    int w = ops->event_wait(dev->bdev, op->lane, p->event);
-    if (w != GPAR_OK && ops->event_sync(p->event) != GPAR_OK && st == GPAR_OK) st = w;
+    gpar__event *pe = op_done_event(p);
+    if (!pe) continue; /* the producer synchronised its lane: already complete */
+    int w = ops->event_wait(dev->bdev, op->lane, pe);
+    if (w != GPAR_OK && ops->event_sync(pe) != GPAR_OK && st == GPAR_OK) st = w;
   }
   if (tracing) {
     op->t_dispatch = gpar__now();
     if (ops->event_elapsed) record_event(dev, op, GPAR__EVENT_TIMING, &op->start_event);
   }
+  if (op->kind == GPAR__OP_GEMM) op->u.gemm.no_event = !need_event;
   if (st == GPAR_OK) st = atomic_load(&op->dep_failed) ? GPAR_EDEPFAILED : exec_op(dev, op);
   if (st != GPAR_OK) op_fail(op, st);
+  if (!need_event) return; /* a later op of this group on the same lane covers it */
   int rec = record_event(dev, op, tracing && ops->event_elapsed ? GPAR__EVENT_TIMING : 0, &op->event);
   if (rec != GPAR_OK) {
     /* Without an event the lane is synchronised here, so consumers need not wait on it. */
@@ -534,7 +546,7 @@ static void hand_to_completer(gpar__device *dev, gpar__op *group) {
   pthread_mutex_lock(&dev->cmu);
   for (gpar__op *op = group; op; op = next) {
     next = op->next;
-    if (!op->event) {
+    if (!op_done_event(op)) {
       op->next = no_event;
       no_event = op;
       continue;
@@ -575,11 +587,32 @@ static void *gpu_dispatcher(void *arg) {
       for (int n = 1; n < GPAR__DISPATCH_GROUP && last->next; n++) last = last->next;
       todo = last->next;
       last->next = NULL;
-      for (gpar__op *op = group; op; op = op->next) dispatch_one(dev, op);
+      /* Events only where needed: by a consumer already linked on another lane or device, or
+       * as the last op of the group on its lane, whose event then covers the others (an
+       * in-order lane completes them first). Consumers linked later wait on the cover. */
+      int need[GPAR__DISPATCH_GROUP], k = 0;
+      gpar__op *lane_last[GPAR__NLANES] = {0};
+      pthread_mutex_lock(&eng->mu);
+      for (gpar__op *op = group; op; op = op->next, k++) {
+        need[k] = eng->tracing;
+        lane_last[op->lane] = op;
+        for (int i = 0; i < op->succs.n && !need[k]; i++) {
+          const gpar__op *c = op->succs.v[i].op;
+          need[k] = (op->succs.v[i].flags & GPAR__EDGE_EVENT) && (c->dev != dev || c->lane != op->lane);
+        }
+      }
+      pthread_mutex_unlock(&eng->mu);
+      k = 0;
+      for (gpar__op *op = group; op; op = op->next, k++) dispatch_one(dev, op, need[k] || lane_last[op->lane] == op);
       /* Release the successors that wait on these events, in one lock. */
       gpar__op *local = NULL, **local_tail = &local;
       pthread_mutex_lock(&eng->mu);
       for (gpar__op *op = group; op; op = op->next) {
+        gpar__op *cover = lane_last[op->lane];
+        if (!op->event && cover != op && cover->event) {
+          op->cover = cover;
+          cover->refs++;
+        }
         op->state = GPAR__ST_DISPATCHED;
         for (int i = 0; i < op->prods.n; i++) gpar__op_unref_locked(eng, op->prods.v[i].op);
         op->prods.n = 0;
@@ -624,7 +657,8 @@ static void *gpu_completer(void *arg) {
     for (int l = 0; l < GPAR__NLANES; l++) {
       gpar__op *op;
       while ((op = dev->lane_head[l])) {
-        int q = ops->event_query(op->event);
+        gpar__event *ev = op_done_event(op);
+        int q = ev ? ops->event_query(ev) : 1;
         if (q == 0) break;
         dev->lane_head[l] = op->lane_next;
         if (!dev->lane_head[l]) dev->lane_tail[l] = NULL;

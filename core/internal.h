@@ -80,7 +80,8 @@ struct gpar__op {
   int lane;
   const char *name;    /* for traces */
   gpar__device *dev;
-  gpar__event *event;  /* recorded after the op on its lane */
+  gpar__event *event;  /* recorded after the op on its lane, when anyone needs it */
+  gpar__op *cover;     /* else: a later op on the same lane whose event implies this one's */
   gpar__event *start_event; /* tracing only */
   gpar__edges prods;   /* producers (refs held until dispatch) */
   gpar__edges succs;   /* consumers */

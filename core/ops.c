@@ -390,7 +390,7 @@ static int gemm_submit(int elem, gpar_trans ta, gpar_trans tb, int m, int n, int
     return GPAR_ENOMEM;
   }
   op->u.gemm = (gpar__gemm_args){elem, ta, tb, m, n, k, alpha, beta, b[1]->mem, a_off, lda,
-                                 b[2]->mem, b_off, ldb, b[0]->mem, c_off, ldc};
+                                 b[2]->mem, b_off, ldb, b[0]->mem, c_off, ldc, 0};
   if ((st = add_access(eng, op, b[1], GPAR__READ)) || (st = add_access(eng, op, b[2], GPAR__READ)) ||
       (st = add_access(eng, op, b[0], beta == 0.0 ? GPAR__WRITE : GPAR__READ | GPAR__WRITE)))
     return st;

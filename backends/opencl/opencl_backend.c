@@ -735,11 +735,13 @@ static int gpar__cl_gemm_run(gpar__bdev *dev, gpar__cllane *ln, const gpar__gemm
     ln->temp_size = want;
   }
 
-  cl_event ev = NULL;
+  /* No cl_event when the core will not ask for one after this GEMM (it creates a driver
+   * object per call): the lane is then marked dirty and a later event_record uses a marker. */
+  cl_event ev = NULL, *evp = a->no_event ? NULL : &ev;
   s = dbl ? CLBlastDgemmWithTempBuffer(lay, ta, tb, m, n, k, a->alpha, (cl_mem)a->a, a->a_off, lda, (cl_mem)a->b, a->b_off,
-                                       ldb, a->beta, (cl_mem)a->c, a->c_off, ldc, &ln->q, &ev, ln->temp)
+                                       ldb, a->beta, (cl_mem)a->c, a->c_off, ldc, &ln->q, evp, ln->temp)
           : CLBlastSgemmWithTempBuffer(lay, ta, tb, m, n, k, (float)a->alpha, (cl_mem)a->a, a->a_off, lda, (cl_mem)a->b,
-                                       a->b_off, ldb, (float)a->beta, (cl_mem)a->c, a->c_off, ldc, &ln->q, &ev, ln->temp);
+                                       a->b_off, ldb, (float)a->beta, (cl_mem)a->c, a->c_off, ldc, &ln->q, evp, ln->temp);
   if (s != CLBlastSuccess) {
     if (ev) clReleaseEvent(ev);
     /* Something may have been enqueued before the failure: no longer trust `last`. */
