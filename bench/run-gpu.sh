@@ -1,7 +1,7 @@
 #!/bin/bash
 # run-gpu.sh: the benchmark batch behind bench/results/h200.md. Run it on the GPU machine from
 # the built `make dist` tree that .gpu/gpu-check.sh makes:
-#   bash .gpu/gpu-check.sh bash bench/run-gpu.sh
+#   bash .gpu/gpu-check.sh bash bench/run-gpu.sh [--asan "$PWD/.gpu/libgpar-0.1.0.tar.gz"]
 # Every case times libgpar and the raw vendor loop (--raw) side by side in one process. On a
 # machine with more than two GPUs the two-GPU cases use the first two (--devices 2) and the
 # scaling cases use all of them. Logs, JSON, traces and the SVG go to $OUT/bench.tgz (the
@@ -37,4 +37,18 @@ fi
 # Engine cost per op on the host CPU device.
 run overhead overhead
 echo "gpus: $ngpu"
+# --asan TARBALL: also build the tarball with ASan+UBSan and run the fault, stress, OOM and
+# conformance tests on every device under it (issue 7; protect_shadow_gap=0 for the driver).
+if [ "${1:-}" = --asan ] && [ -f "${2:-}" ]; then
+  echo "### asan: fault, stress, oom and conformance tests under ASan+UBSan"
+  rm -rf /tmp/asan && mkdir -p /tmp/asan && tar -xzf "$2" -C /tmp/asan && cd /tmp/asan/*/ &&
+    ./configure --enable-asan --with-cuda=/usr/local/cuda --with-opencl >/dev/null 2>&1 &&
+    make -j"$(nproc)" >/dev/null 2>&1 &&
+    ASAN_OPTIONS=protect_shadow_gap=0:detect_leaks=1 LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp:print_suppressions=0 \
+      make -j4 check TESTS="tests/faults tests/stress tests/conformance tests/oom.tap" >"$out/asan-check.log" 2>&1
+  echo "asan make check exit $?"
+  grep -E '^(FAIL|ERROR)|^# (TOTAL|PASS|SKIP|FAIL|ERROR)' "$out/asan-check.log" | head -20
+  grep -h -A12 'ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|runtime error' tests/*.log 2>/dev/null | head -40
+  cd - >/dev/null || true
+fi
 if [ -n "${OUT:-}" ]; then tar -czf "$OUT/bench.tgz" -C /tmp bench-out; else rm -rf bench-out; cp -r "$out" bench-out; fi

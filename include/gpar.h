@@ -184,7 +184,7 @@ GPAR_API int gpar_submit(gpar_engine *eng, int dev, gpar_user_fn fn, void *arg,
 
 /* Wait for every submitted op that writes buf; return the status of the last writer
  * (GPAR_EDEPFAILED when it was skipped because its input had failed). A failed buffer stays
- * failed: ops that read it are skipped, gpar_read of it returns the error and copies nothing,
+ * failed: ops that read it are skipped, gpar_read of it returns GPAR_EDEPFAILED and copies nothing,
  * until an op that only writes it (fill, copy or write into it, GEMM with beta 0) succeeds. */
 GPAR_API int gpar_wait(gpar_buffer buf);
 /* Wait for everything submitted so far; return the first error since the last wait_all. */

@@ -24,3 +24,29 @@ tests_conformance_LDADD = libgpar.la -lm
 # run on machines without a GPU); diagnostics about absent backends stay quiet.
 AM_TESTS_ENVIRONMENT = POCL_DEVICES="$${POCL_DEVICES-pthread pthread}"; export POCL_DEVICES; \
 	GPAR_QUIET="$${GPAR_QUIET-1}"; export GPAR_QUIET;
+
+# Reliability tests (issue 7): injected faults, concurrency stress, soak, real out-of-memory.
+# GPAR_STRESS_SCALE and GPAR_SOAK_OPS / GPAR_SOAK_DEV_OPS make stress and soak longer.
+# They join GPAR_TAP_TESTS so the benchmarks (tools/local.mk) still run after every test.
+GPAR_TAP_TESTS += tests/faults tests/stress tests/soak
+tests_faults_SOURCES = tests/faults.c $(GPAR_TEST_HDRS)
+tests_faults_LDADD = libgpar.la
+tests_stress_SOURCES = tests/stress.c $(GPAR_TEST_HDRS)
+tests_stress_LDADD = libgpar.la
+tests_soak_SOURCES = tests/soak.c $(GPAR_TEST_HDRS)
+tests_soak_LDADD = libgpar.la
+
+# oom fills whole GPUs, so under `make -j check` it runs alone: after every other test and
+# before the benchmarks. It goes through a generated .tap wrapper, whose .log comes from a
+# suffix rule that may carry dependencies (as tests/bench/*.tap do).
+check_PROGRAMS += tests/oom
+TESTS += tests/oom.tap
+CLEANFILES += tests/oom.tap
+tests_oom_SOURCES = tests/oom.c $(GPAR_TEST_HDRS)
+tests_oom_LDADD = libgpar.la
+tests/oom.tap: Makefile
+	$(AM_V_GEN)$(MKDIR_P) tests && echo '#!/bin/sh' > $@ && echo 'exec ./tests/oom "$$@"' >> $@
+tests/oom.log: $(GPAR_TAP_TESTS:=.log)
+tests/bench/multi_device.log: tests/oom.log
+# Valgrind memcheck over a subset (called from .ci/run: tests/valgrind.sh BUILDDIR).
+EXTRA_DIST += tests/valgrind.sh

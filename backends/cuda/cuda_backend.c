@@ -307,10 +307,16 @@ static int cuda_device_open(gpar__backend *be, int idx, gpar__bdev **devp) {
                        "cudaStreamCreateWithFlags")))
     goto fail;
 
-  /* Device memory: the default stream-ordered pool, caching everything freed. */
+  /* Device memory: the default stream-ordered pool. It caches up to a quarter of the device's
+   * memory across releases (released at the next synchronisation beyond that), so creating and
+   * releasing buffers costs no cudaMalloc in the steady state, while a burst of large buffers
+   * does not stay reserved for ever, out of reach of other libraries and of this GPU's OpenCL
+   * device. An allocation that fails trims the pool and tries once more. */
   {
     cudaMemPool_t pool;
-    uint64_t keep = UINT64_MAX;
+    size_t free_b = 0, total_b = 0;
+    if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) (void)cudaGetLastError();
+    uint64_t keep = total_b ? (uint64_t)total_b / 4 : UINT64_MAX;
     if ((st = cuda_check(cudaDeviceGetDefaultMemPool(&pool, idx), "cudaDeviceGetDefaultMemPool"))) goto fail;
     if ((st = cuda_check(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &d->old_threshold),
                          "cudaMemPoolGetAttribute")))
@@ -394,6 +400,12 @@ static int cuda_mem_alloc(gpar__bdev *dev, size_t bytes, void **mem) {
   if (cudaGetDevice(&cur) != cudaSuccess) (void)cudaGetLastError();
   if (cur != d->ordinal && (st = cuda_check(cudaSetDevice(d->ordinal), "cudaSetDevice"))) return st;
   cudaError_t e = cudaMallocAsync(&p, bytes, d->alloc_stream);
+  if (e == cudaErrorMemoryAllocation) { /* give the pool's cached memory back, then retry once */
+    (void)cudaGetLastError();
+    (void)cudaStreamSynchronize(d->alloc_stream);
+    (void)cudaMemPoolTrimTo(d->pool, 0);
+    e = cudaMallocAsync(&p, bytes, d->alloc_stream);
+  }
   if (e == cudaErrorMemoryAllocation) {
     (void)cudaGetLastError();
     st = gpar__errorf(GPAR_EDEVMEM, "cudaMallocAsync(%zu bytes) on device %d: cudaErrorMemoryAllocation",
