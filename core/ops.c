@@ -113,6 +113,7 @@ static int staged_copy(gpar_engine *eng, gpar_buffer dst, size_t dst_off, gpar_b
   int st = GPAR_OK;
   for (int i = 0; i < nslots && st == GPAR_OK; i++)
     if ((st = gpar_buffer_create(eng, GPAR_HOST, chunk, &slot[i]))) nslots = i;
+  if (nslots > 0) st = GPAR_OK; /* fewer slots only means less overlap between the legs */
   for (size_t i = 0; i < nchunks && st == GPAR_OK; i++) {
     size_t off = i * chunk, len = bytes - off < chunk ? bytes - off : chunk;
     st = gpar_copy(slot[i % (size_t)nslots], 0, src, src_off + off, len);
