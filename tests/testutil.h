@@ -64,14 +64,14 @@ static inline uint64_t tu_seed(uint64_t def) {
   return s;
 }
 
-/* An engine with the given backends (0: all), host threads and sync flag; quiet. Bails out
- * on failure (nothing else can be tested). */
+/* An engine with the given backends and host threads (0: the environment's or the default)
+ * and sync flag; quiet. Bails out on failure (nothing else can be tested). */
 static inline gpar_engine *tu_engine(unsigned backends, int host_threads, int synchronous) {
   gpar_config cfg;
   gpar_engine *eng = NULL;
-  gpar_config_init(&cfg);
-  cfg.backends = backends;
-  cfg.host_threads = host_threads;
+  gpar_config_init(&cfg); /* defaults + GPAR_* environment */
+  if (backends) cfg.backends = backends;
+  if (host_threads) cfg.host_threads = host_threads;
   cfg.synchronous = synchronous;
   cfg.quiet = 1;
   int st = gpar_init(&eng, &cfg);
@@ -80,6 +80,12 @@ static inline gpar_engine *tu_engine(unsigned backends, int host_threads, int sy
     exit(1);
   }
   return eng;
+}
+
+/* GPAR_BENCH_FULL set and not "0": the benchmark tests run at full size (make bench). */
+static inline int tu_bench_full(void) {
+  const char *e = getenv("GPAR_BENCH_FULL");
+  return e && *e && strcmp(e, "0") != 0;
 }
 
 /* Reference GEMM in double, column-major, offsets already applied. */

@@ -161,14 +161,8 @@ out:
 }
 
 int main(void) {
-  const char *e = getenv("GPAR_BENCH_FULL");
-  int full = e && *e && strcmp(e, "0") != 0;
-  gpar_engine *eng = NULL;
-  int st = gpar_init(&eng, NULL); /* NULL: environment (GPAR_BACKENDS, GPAR_TF32, ...) applies */
-  if (st != GPAR_OK) {
-    printf("Bail out! gpar_init: %s (%s)\n", gpar_status_name(st), gpar_last_error());
-    return 1;
-  }
+  int full = tu_bench_full();
+  gpar_engine *eng = tu_engine(0, 0, 0); /* the environment (GPAR_BACKENDS, GPAR_TF32, ...) applies */
   target t[9];
   int nt = find_targets(eng, t, 9);
   if (nt == 0) {
