@@ -102,4 +102,49 @@ static inline double tu_ref_elem(int ta, int tb, int i, int j, int k, const doub
   return s;
 }
 
+/* Devices of one backend and one type (GPU or CPU), in backend-local order. */
+typedef struct tu_group {
+  const char *backend;
+  int type;
+  int ndev;
+  int dev[64];
+  char name[64][128];
+} tu_group;
+
+/* Group the flat device list by backend and type: up to max groups, each non-empty. */
+static inline int tu_find_groups(gpar_engine *eng, tu_group *g, int max) {
+  static const int ids[3] = {GPAR_BACKEND_HOST, GPAR_BACKEND_CUDA, GPAR_BACKEND_OPENCL};
+  static const char *const names[3] = {"host", "cuda", "opencl"};
+  int count = gpar_device_count(eng), ng = 0;
+  for (int b = 0; b < 3; b++)
+    for (int type = GPAR_DEVICE_CPU; type <= GPAR_DEVICE_OTHER && ng < max; type++) {
+      tu_group *cur = &g[ng];
+      cur->backend = names[b];
+      cur->type = type;
+      cur->ndev = 0;
+      for (int local = 0; local < count; local++) /* backend-local order */
+        for (int d = 0; d < count; d++) {
+          gpar_device_props p;
+          if (gpar_device_info(eng, d, &p) != GPAR_OK) continue;
+          if (p.backend_id != ids[b] || (int)p.type != type || p.backend_index != local) continue;
+          if (cur->ndev < 64) {
+            snprintf(cur->name[cur->ndev], sizeof cur->name[0], "%s", p.name);
+            cur->dev[cur->ndev++] = d;
+          }
+        }
+      if (cur->ndev > 0) ng++;
+    }
+  return ng;
+}
+
+/* Write count floats of value v into buf. */
+static inline int tu_fill_value(gpar_buffer buf, size_t count, float v) {
+  float *h = malloc(count * sizeof *h);
+  if (!h) return GPAR_ENOMEM;
+  for (size_t i = 0; i < count; i++) h[i] = v;
+  int st = gpar_write(buf, 0, h, count * sizeof *h);
+  free(h);
+  return st;
+}
+
 #endif

@@ -2,46 +2,6 @@
  * copied to pinned host memory while later GEMMs run; checks the copies, bounds overlap on GPUs. */
 #include "../testutil.h"
 
-/* The first device of each backend and type (GPU or CPU), in backend-local order. */
-typedef struct target {
-  const char *backend;
-  int type, dev;
-  char name[128];
-} target;
-
-static int find_targets(gpar_engine *eng, target *t, int max) {
-  static const int ids[3] = {GPAR_BACKEND_HOST, GPAR_BACKEND_CUDA, GPAR_BACKEND_OPENCL};
-  static const char *const names[3] = {"host", "cuda", "opencl"};
-  int count = gpar_device_count(eng), nt = 0;
-  for (int b = 0; b < 3; b++)
-    for (int type = GPAR_DEVICE_CPU; type <= GPAR_DEVICE_OTHER && nt < max; type++) {
-      int best = -1, best_local = 1 << 30;
-      gpar_device_props p;
-      for (int d = 0; d < count; d++)
-        if (gpar_device_info(eng, d, &p) == GPAR_OK && p.backend_id == ids[b] && (int)p.type == type &&
-            p.backend_index < best_local) {
-          best = d;
-          best_local = p.backend_index;
-        }
-      if (best < 0) continue;
-      gpar_device_info(eng, best, &p);
-      t[nt].backend = names[b];
-      t[nt].type = type;
-      t[nt].dev = best;
-      snprintf(t[nt].name, sizeof t[nt].name, "%s", p.name);
-      nt++;
-    }
-  return nt;
-}
-
-static int fill_value(gpar_buffer buf, size_t count, float v) {
-  float *h = malloc(count * sizeof *h);
-  if (!h) return GPAR_ENOMEM;
-  for (size_t i = 0; i < count; i++) h[i] = v;
-  int st = gpar_write(buf, 0, h, count * sizeof *h);
-  free(h);
-  return st;
-}
 
 enum { RUN = 1, COPY = 2 };
 
@@ -62,7 +22,7 @@ static int phase(gpar_engine *eng, int what, int n, int iters, gpar_buffer a, gp
   return st != GPAR_OK ? st : w;
 }
 
-static void test_target(gpar_engine *eng, const target *tg, int full) {
+static void test_target(gpar_engine *eng, const tu_group *tg, int full) {
   int gpu = tg->type == GPAR_DEVICE_GPU;
   int n = gpu ? (full ? 4000 : 2048) : 256, iters = gpu ? (full ? 50 : 20) : 8, reps = gpu ? 3 : 1;
   const char *kind = gpu ? "GPU1" : "CPU1";
@@ -72,15 +32,15 @@ static void test_target(gpar_engine *eng, const target *tg, int full) {
   int st = C && H && pageable ? GPAR_OK : GPAR_ENOMEM;
 
   diag("%s: %s = device %d (%s), %d x SGEMM %d^3, each result (%.2f MB) to pinned host memory%s",
-       tg->backend, kind, tg->dev, tg->name, iters, n, (double)bytes / 1e6, full ? " (GPAR_BENCH_FULL)" : "");
-  if (st == GPAR_OK) st = gpar_buffer_create(eng, tg->dev, bytes, &a);
-  if (st == GPAR_OK) st = gpar_buffer_create(eng, tg->dev, bytes, &b);
+       tg->backend, kind, tg->dev[0], tg->name[0], iters, n, (double)bytes / 1e6, full ? " (GPAR_BENCH_FULL)" : "");
+  if (st == GPAR_OK) st = gpar_buffer_create(eng, tg->dev[0], bytes, &a);
+  if (st == GPAR_OK) st = gpar_buffer_create(eng, tg->dev[0], bytes, &b);
   for (int i = 0; i < iters && st == GPAR_OK; i++) {
-    st = gpar_buffer_create(eng, tg->dev, bytes, &C[i]);
+    st = gpar_buffer_create(eng, tg->dev[0], bytes, &C[i]);
     if (st == GPAR_OK) st = gpar_buffer_create(eng, GPAR_HOST, bytes, &H[i]);
   }
-  if (st == GPAR_OK) st = fill_value(a, count, 1.0f);
-  if (st == GPAR_OK) st = fill_value(b, count, 0.5f);
+  if (st == GPAR_OK) st = tu_fill_value(a, count, 1.0f);
+  if (st == GPAR_OK) st = tu_fill_value(b, count, 0.5f);
   if (st == GPAR_OK) st = gpar_wait_all(eng);
   if (!is_status(st, GPAR_OK, "buffers created and filled")) goto out;
 
@@ -163,8 +123,8 @@ out:
 int main(void) {
   int full = tu_bench_full();
   gpar_engine *eng = tu_engine(0, 0, 0); /* the environment (GPAR_BACKENDS, GPAR_TF32, ...) applies */
-  target t[9];
-  int nt = find_targets(eng, t, 9);
+  tu_group t[9]; /* each test runs on the first device of each backend and type */
+  int nt = tu_find_groups(eng, t, 9);
   if (nt == 0) {
     gpar_shutdown(eng);
     skip_all("no device of any backend");

@@ -2,51 +2,8 @@
  * device of one backend and type, alone and all at once; checks results, bounds timing on GPUs. */
 #include "../testutil.h"
 
-/* Devices of one backend and one type (GPU or CPU), in backend-local order. */
-typedef struct group {
-  const char *backend;
-  int type;
-  int ndev;
-  int dev[64];
-  char name[64][128];
-} group;
-
-static int find_groups(gpar_engine *eng, group *g, int max) {
-  static const int ids[3] = {GPAR_BACKEND_HOST, GPAR_BACKEND_CUDA, GPAR_BACKEND_OPENCL};
-  static const char *const names[3] = {"host", "cuda", "opencl"};
-  int count = gpar_device_count(eng), ng = 0;
-  for (int b = 0; b < 3; b++)
-    for (int type = GPAR_DEVICE_CPU; type <= GPAR_DEVICE_OTHER && ng < max; type++) {
-      group *cur = &g[ng];
-      cur->backend = names[b];
-      cur->type = type;
-      cur->ndev = 0;
-      for (int local = 0; local < count; local++) /* backend-local order */
-        for (int d = 0; d < count; d++) {
-          gpar_device_props p;
-          if (gpar_device_info(eng, d, &p) != GPAR_OK) continue;
-          if (p.backend_id != ids[b] || (int)p.type != type || p.backend_index != local) continue;
-          if (cur->ndev < 64) {
-            snprintf(cur->name[cur->ndev], sizeof cur->name[0], "%s", p.name);
-            cur->dev[cur->ndev++] = d;
-          }
-        }
-      if (cur->ndev > 0) ng++;
-    }
-  return ng;
-}
-
 static int sgemm(int n, gpar_buffer a, gpar_buffer b, gpar_buffer c) {
   return gpar_sgemm(GPAR_NO_TRANS, GPAR_NO_TRANS, n, n, n, 1.0f, a, 0, n, b, 0, n, 0.0f, c, 0, n);
-}
-
-static int fill_value(gpar_buffer buf, size_t count, float v) {
-  float *h = malloc(count * sizeof *h);
-  if (!h) return GPAR_ENOMEM;
-  for (size_t i = 0; i < count; i++) h[i] = v;
-  int st = gpar_write(buf, 0, h, count * sizeof *h);
-  free(h);
-  return st;
 }
 
 /* iters GEMMs on the listed devices (i-major), one wait; seconds in *t; first error. */
@@ -62,7 +19,7 @@ static int run(gpar_engine *eng, int n, int iters, const int *which, int nw, gpa
   return st != GPAR_OK ? st : w;
 }
 
-static void test_group(gpar_engine *eng, const group *g, int full) {
+static void test_group(gpar_engine *eng, const tu_group *g, int full) {
   int gpu = g->type == GPAR_DEVICE_GPU, N = g->ndev;
   int n = gpu ? (full ? 4000 : 2048) : 256, iters = gpu ? (full ? 50 : 20) : 8, reps = gpu ? 3 : 1;
   const char *kind = gpu ? "GPU" : "CPU";
@@ -81,8 +38,8 @@ static void test_group(gpar_engine *eng, const group *g, int full) {
     st = gpar_buffer_create(eng, g->dev[d], bytes, &A[d]);
     if (st == GPAR_OK) st = gpar_buffer_create(eng, g->dev[d], bytes, &B[d]);
     if (st == GPAR_OK) st = gpar_buffer_create(eng, g->dev[d], bytes, &C[d]);
-    if (st == GPAR_OK) st = fill_value(A[d], count, 1.0f);
-    if (st == GPAR_OK) st = fill_value(B[d], count, 0.5f);
+    if (st == GPAR_OK) st = tu_fill_value(A[d], count, 1.0f);
+    if (st == GPAR_OK) st = tu_fill_value(B[d], count, 0.5f);
   }
   if (st == GPAR_OK) st = gpar_wait_all(eng);
   if (!is_status(st, GPAR_OK, "buffers created and filled")) goto out;
@@ -156,8 +113,8 @@ out:
 int main(void) {
   int full = tu_bench_full();
   gpar_engine *eng = tu_engine(0, 0, 0); /* the environment (GPAR_BACKENDS, GPAR_TF32, ...) applies */
-  group g[9];
-  int ng = find_groups(eng, g, 9), any = 0;
+  tu_group g[9];
+  int ng = tu_find_groups(eng, g, 9), any = 0;
   for (int i = 0; i < ng; i++) any |= g[i].ndev >= 2;
   if (!any) {
     gpar_shutdown(eng);
