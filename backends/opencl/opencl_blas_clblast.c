@@ -6,10 +6,12 @@
 
 #include "opencl_internal.h"
 
-/* k == 0: C = beta * C (BLAS), which CLBlast's GEMM refuses (CLBlastInvalidDimension). beta 0
- * writes zeros (C is write-only then: no 0 * NaN), beta 1 leaves C alone, else a scal per column
- * (one when the columns are contiguous). Rare: not on the hot path. */
-static int gpar__cl_gemm_k0(gpar__bdev *dev, gpar__cllane *ln, const gpar__gemm_args *a) {
+/* alpha == 0 or k == 0: C = beta * C without reading A or B (BLAS: they are not referenced, so
+ * NaN or garbage there stays out; CLBlast's GEMM would read them, and refuses k == 0 with
+ * CLBlastInvalidDimension). beta 0 writes zeros (C is write-only then: no 0 * NaN), beta 1 leaves
+ * C alone, else a scal per column (one when the columns are contiguous). Rare: not on the hot
+ * path. */
+static int gpar__cl_gemm_scale_c(gpar__bdev *dev, gpar__cllane *ln, const gpar__gemm_args *a) {
   const size_t es = (size_t)a->elem_size, m = (size_t)a->m, ldc = (size_t)a->ldc;
   const int contiguous = ldc == m;
   const size_t ncall = contiguous ? 1 : (size_t)a->n, len = contiguous ? m * (size_t)a->n : m;
@@ -20,13 +22,14 @@ static int gpar__cl_gemm_k0(gpar__bdev *dev, gpar__cllane *ln, const gpar__gemm_
     if (a->beta == 0.0) {
       const unsigned char zero = 0;
       cl_int err = clEnqueueFillBuffer(ln->q, (cl_mem)a->c, &zero, 1, off * es, len * es, 0, NULL, &ev);
-      if (err != CL_SUCCESS) return gpar__cl_fail("clEnqueueFillBuffer (gemm with k = 0)", err);
+      if (err != CL_SUCCESS) return gpar__cl_fail("clEnqueueFillBuffer (gemm with alpha or k = 0)", err);
     } else {
       CLBlastStatusCode s = es == 8 ? CLBlastDscal(len, a->beta, (cl_mem)a->c, off, 1, &ln->q, &ev)
                                     : CLBlastSscal(len, (float)a->beta, (cl_mem)a->c, off, 1, &ln->q, &ev);
       if (s != CLBlastSuccess) {
         gpar__cl_mark_dirty(ln);
-        return gpar__cl_fail(es == 8 ? "CLBlastDscal (dgemm with k = 0)" : "CLBlastSscal (sgemm with k = 0)", (cl_int)s);
+        return gpar__cl_fail(es == 8 ? "CLBlastDscal (dgemm with alpha or k = 0)"
+                                      : "CLBlastSscal (sgemm with alpha or k = 0)", (cl_int)s);
       }
     }
     if (ev)
@@ -51,9 +54,9 @@ int gpar__cl_gemm(gpar__bdev *dev, int lane, const gpar__gemm_args *a) {
   const int dbl = a->elem_size == 8;
   if (dbl && !dev->d->fp64) return gpar__errorf(GPAR_ENOTSUP, "dgemm: device %s has no fp64 support", dev->d->name);
   if (a->elem_size != 4 && !dbl) return gpar__errorf(GPAR_EINVAL, "opencl: gemm element size %d", a->elem_size);
-  if (a->k == 0 && a->m > 0 && a->n > 0 && a->ldc >= a->m) {
+  if ((a->k == 0 || a->alpha == 0.0) && a->m > 0 && a->n > 0 && a->ldc >= a->m) {
     pthread_mutex_lock(&gpar__clblast_cold_lock);
-    int st = gpar__cl_gemm_k0(dev, ln, a);
+    int st = gpar__cl_gemm_scale_c(dev, ln, a);
     pthread_mutex_unlock(&gpar__clblast_cold_lock);
     return st;
   }
