@@ -6,3 +6,6 @@ check_PROGRAMS += $(GPAR_CONV_TESTS)
 TESTS += $(GPAR_CONV_TESTS)
 tests_blas_rules_SOURCES = tests/blas_rules.c $(GPAR_TEST_HDRS)
 tests_blas_rules_LDADD = libgpar.la
+# --with-cuda=DIR takes the toolkit from DIR only: a script that runs configure a few times
+# (seconds each), called from .ci/run rather than make check.
+EXTRA_DIST += tests/configure-with-cuda.sh
