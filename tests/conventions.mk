@@ -9,3 +9,6 @@ tests_blas_rules_LDADD = libgpar.la
 # --with-cuda=DIR takes the toolkit from DIR only: a script that runs configure a few times
 # (seconds each), called from .ci/run rather than make check.
 EXTRA_DIST += tests/configure-with-cuda.sh
+# pkg-config --static --libs gpar is complete: a script that builds and installs libgpar.a in a
+# scratch prefix and links a program with exactly those flags (called from .ci/run).
+EXTRA_DIST += tests/static-link.sh
