@@ -223,6 +223,17 @@ GPAR_API int gpar_stats_get(gpar_engine *eng, gpar_stats *stats);
  * "event", "completion". Also set by env GPAR_FAULT=kind:n at gpar_init. */
 GPAR_API int gpar_fault_inject(gpar_engine *eng, const char *kind, unsigned long n);
 
+/* ---- Backend status: how many devices each backend gave, or why none ---- */
+
+/* Number of devices of backend backend_id (a GPAR_BACKEND_* value) in eng, in *ndev, and in
+ * *reason why it has none: "" when it has devices, else "not built into this libgpar", "not
+ * requested (...)" or the backend's own words, e.g. "cuda: no device: cudaGetDeviceCount:
+ * cudaErrorInsufficientDriver". When some of its devices could not be opened, *reason says
+ * which and why. An absent device is not an error: gpar_init prints such a reason on stderr
+ * only for a backend the caller named (GPAR_BACKENDS or gpar_config.backends). *reason stays
+ * valid until gpar_shutdown; ndev or reason may be NULL. GPAR_EINVAL for an unknown id. */
+GPAR_API int gpar_backend_status(gpar_engine *eng, int backend_id, int *ndev, const char **reason);
+
 #ifdef __cplusplus
 }
 #endif

@@ -51,8 +51,9 @@ static int cuda_open(const gpar_config *cfg, gpar__backend **bep, int *ndev) {
   if (e != cudaSuccess || n <= 0) {
     if (e == cudaSuccess) e = cudaErrorNoDevice;
     (void)cudaGetLastError();
-    gpar__log("cuda: no device: %s", cudaGetErrorName(e));
-    return GPAR_OK;
+    /* No device (no driver, no GPU): not an error; the core keeps this reason for
+     * gpar_backend_status and prints it only when the caller asked for CUDA. */
+    return gpar__errorf(GPAR_ENODEV, "cuda: no device: cudaGetDeviceCount: %s", cudaGetErrorName(e));
   }
   gpar__backend *be = calloc(1, sizeof *be);
   if (!be) return gpar__errorf(GPAR_ENOMEM, "cuda: out of host memory");

@@ -61,14 +61,14 @@ static int gpar__cl_open(const gpar_config *cfg, gpar__backend **out, int *ndev)
   *ndev = 0;
   cl_uint np = 0;
   cl_int err = clGetPlatformIDs(0, NULL, &np);
-  if (err == CL_PLATFORM_NOT_FOUND_KHR || (err == CL_SUCCESS && np == 0)) {
-    gpar__log("opencl: no platform (no ICD registered in /etc/OpenCL/vendors)");
-    return GPAR_OK;
-  }
+  /* No platform or no device: not an error; the core keeps the reason for gpar_backend_status
+   * and prints it only when the caller asked for OpenCL. */
+  if (err == CL_PLATFORM_NOT_FOUND_KHR || (err == CL_SUCCESS && np == 0))
+    return gpar__errorf(GPAR_ENODEV, "opencl: no platform (no ICD registered in /etc/OpenCL/vendors)");
   if (err != CL_SUCCESS) {
     int st;
-    gpar__log("opencl: no platform: clGetPlatformIDs: %s (%d)", gpar__cl_name(err, &st), (int)err);
-    return GPAR_OK;
+    return gpar__errorf(GPAR_ENODEV, "opencl: no platform: clGetPlatformIDs: %s (%d)", gpar__cl_name(err, &st),
+                        (int)err);
   }
   gpar__backend *be = calloc(1, sizeof *be);
   if (be) be->profiling = cfg && cfg->trace_path != NULL;
@@ -137,9 +137,8 @@ static int gpar__cl_open(const gpar_config *cfg, gpar__backend **out, int *ndev)
   }
   free(pids);
   if (be->ndev == 0) {
-    gpar__log("opencl: no device on %u platform(s)", np);
     gpar__cl_close(be);
-    return GPAR_OK;
+    return gpar__errorf(GPAR_ENODEV, "opencl: no device on %u platform(s)", np);
   }
   /* Pinned host memory comes from the first platform with a GPU (its DMA engines benefit),
    * else the first one. */
