@@ -17,7 +17,7 @@ int gpar_header_use(void);
 int gpar_header_use(void) {
   gpar_config cfg;
   gpar_device_props info;
-  gpar_buffer buf = {0};
+  gpar_buffer buf = {0, 0};
   gpar_native nat;
   gpar_stats stats;
   gpar_config_init(&cfg);
