@@ -1,5 +1,5 @@
 /* testutil.h: small helpers shared by the test programs (clock, sleeps, spin-waits, a seeded
- * RNG, engine set-up and a reference GEMM). Header-only, like tap.h. */
+ * RNG, engine set-up with the GPAR_TEST_EXPECT device check and a reference GEMM). Header-only, like tap.h. */
 #ifndef GPAR_TESTS_TESTUTIL_H
 #define GPAR_TESTS_TESTUTIL_H
 
@@ -64,6 +64,39 @@ static inline uint64_t tu_seed(uint64_t def) {
   return s;
 }
 
+/* GPAR_TEST_EXPECT="host opencl:2" (space- or comma-separated backend[:count], count 1 when
+ * left out): the devices this run must find. A test whose engine lacks one bails out naming
+ * it, so a broken discovery cannot shrink coverage to skips in silence. Backends outside
+ * `backends` (the mask the engine was created with; 0 = all) are not this engine's to check. */
+static inline void tu_expect_devices(gpar_engine *eng, unsigned backends) {
+  static const char *const names[3] = {"host", "cuda", "opencl"};
+  static const int ids[3] = {GPAR_BACKEND_HOST, GPAR_BACKEND_CUDA, GPAR_BACKEND_OPENCL};
+  const char *e = getenv("GPAR_TEST_EXPECT");
+  char list[256], *save = NULL;
+  if (!e || !*e) return;
+  snprintf(list, sizeof list, "%s", e);
+  for (char *tok = strtok_r(list, " ,", &save); tok; tok = strtok_r(NULL, " ,", &save)) {
+    char *colon = strchr(tok, ':');
+    int want = colon ? atoi(colon + 1) : 1, b = 0, found = 0, ndev = gpar_device_count(eng);
+    if (colon) *colon = 0;
+    while (b < 3 && strcmp(tok, names[b]) != 0) b++;
+    if (b == 3 || want < 1) {
+      printf("Bail out! GPAR_TEST_EXPECT=\"%s\": cannot parse '%s'\n", e, tok);
+      exit(1);
+    }
+    if (backends && !(backends & (unsigned)ids[b])) continue;
+    for (int d = 0; d < ndev; d++) {
+      gpar_device_props p;
+      if (gpar_device_info(eng, d, &p) == GPAR_OK && p.backend_id == ids[b]) found++;
+    }
+    if (found < want) {
+      printf("Bail out! GPAR_TEST_EXPECT=\"%s\": %s device %d is missing (found %d %s device%s, want %d)\n", e,
+             names[b], found, found, names[b], found == 1 ? "" : "s", want);
+      exit(1);
+    }
+  }
+}
+
 /* An engine with the given backends and host threads (0: the environment's or the default)
  * and sync flag; quiet. Bails out on failure (nothing else can be tested). */
 static inline gpar_engine *tu_engine(unsigned backends, int host_threads, int synchronous) {
@@ -79,6 +112,7 @@ static inline gpar_engine *tu_engine(unsigned backends, int host_threads, int sy
     printf("Bail out! gpar_init: %s (%s)\n", gpar_status_name(st), gpar_last_error());
     exit(1);
   }
+  tu_expect_devices(eng, backends); /* GPAR_BACKENDS in the environment does not excuse a device */
   return eng;
 }
 
