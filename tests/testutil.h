@@ -171,6 +171,13 @@ static inline int tu_find_groups(gpar_engine *eng, tu_group *g, int max) {
   return ng;
 }
 
+/* 1 when all n bytes at p equal v. */
+static inline int tu_all_bytes(const unsigned char *p, size_t n, unsigned char v) {
+  for (size_t i = 0; i < n; i++)
+    if (p[i] != v) return 0;
+  return 1;
+}
+
 /* Write count floats of value v into buf. */
 static inline int tu_fill_value(gpar_buffer buf, size_t count, float v) {
   float *h = malloc(count * sizeof *h);
