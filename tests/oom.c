@@ -54,6 +54,28 @@ static void beyond(int d, const tu_devinfo *info) {
   ok(works(eng, d), "dev %d: a normal op right after works", d);
 }
 
+/* Fill device d of e with buffers of `chunk` bytes, each written (lazy allocators must commit),
+ * until a call fails or cap buffers are held; b receives the n held buffers. Returns the failure,
+ * *where 1 (at create) or 2 (at the first write), msg its gpar_last_error. */
+static int fill_until_fail(gpar_engine *e, int d, size_t chunk, size_t cap, gpar_buffer *b, int *n, int *where,
+                           char *msg, size_t msgsz) {
+  int fail = GPAR_OK;
+  *n = 0, *where = 0, msg[0] = 0;
+  for (size_t i = 0; i < cap && fail == GPAR_OK; i++) {
+    int st = gpar_buffer_create(e, d, chunk, &b[*n]);
+    if (st != GPAR_OK) {
+      fail = st, *where = 1;
+    } else {
+      (*n)++;
+      st = gpar_fill(b[*n - 1], 0, chunk, (unsigned char)i);
+      if (st == GPAR_OK) st = gpar_wait(b[*n - 1]);
+      if (st != GPAR_OK) fail = st, *where = 2;
+    }
+    if (fail != GPAR_OK) snprintf(msg, msgsz, "%s", gpar_last_error());
+  }
+  return fail;
+}
+
 /* (a) a real GPU filled with 1 GiB buffers (each written, so lazy allocators must commit): the
  * failure is GPAR_EDEVMEM, at the create or at the first write; all released, the GPU works. */
 static void fill_gpu(int d, const tu_devinfo *info) {
@@ -66,23 +88,12 @@ static void fill_gpu(int d, const tu_devinfo *info) {
   }
   size_t cap = (size_t)(info->memory_bytes / GIB) + 2;
   gpar_buffer *b = calloc(cap, sizeof *b);
-  int n = 0, fail = GPAR_OK, where = 0;
-  char msg[256] = "";
+  int n, where;
+  char msg[256];
   double t0 = tu_now();
   gpar_stats s0;
   gpar_stats_get(eng, &s0);
-  for (size_t i = 0; i < cap && fail == GPAR_OK; i++) {
-    int st = gpar_buffer_create(eng, d, GIB, &b[n]);
-    if (st != GPAR_OK) {
-      fail = st, where = 1;
-    } else {
-      n++;
-      st = gpar_fill(b[n - 1], 0, GIB, (unsigned char)i);
-      if (st == GPAR_OK) st = gpar_wait(b[n - 1]);
-      if (st != GPAR_OK) fail = st, where = 2;
-    }
-    if (fail != GPAR_OK) snprintf(msg, sizeof msg, "%s", gpar_last_error());
-  }
+  int fail = fill_until_fail(eng, d, GIB, cap, b, &n, &where, msg, sizeof msg);
   ok(fail == GPAR_EDEVMEM, "%s: %d GiB held, then %s at the %s (%llu GiB device)", name, n,
      gpar_status_name(fail), where == 1 ? "create" : where == 2 ? "first write" : "(no failure)",
      (unsigned long long)(info->memory_bytes / GIB));
@@ -160,20 +171,9 @@ static int capped_child(void) {
     int want = info.backend_id == GPAR_BACKEND_HOST ? GPAR_ENOMEM : GPAR_EDEVMEM;
     size_t cap = 4 * CAP_SLACK / CAP_CHUNK;
     gpar_buffer b[4 * CAP_SLACK / CAP_CHUNK];
-    int n = 0, fail = GPAR_OK, where = 0;
-    char msg[200] = "";
-    for (size_t i = 0; i < cap && fail == GPAR_OK; i++) {
-      int st = gpar_buffer_create(e, d, CAP_CHUNK, &b[n]);
-      if (st != GPAR_OK) {
-        fail = st, where = 1;
-      } else {
-        n++;
-        st = gpar_fill(b[n - 1], 0, CAP_CHUNK, (unsigned char)i);
-        if (st == GPAR_OK) st = gpar_wait(b[n - 1]);
-        if (st != GPAR_OK) fail = st, where = 2;
-      }
-      if (fail != GPAR_OK) snprintf(msg, sizeof msg, "%s", gpar_last_error());
-    }
+    int n, where;
+    char msg[200];
+    int fail = fill_until_fail(e, d, CAP_CHUNK, cap, b, &n, &where, msg, sizeof msg);
     gpar_wait_all(e);
     for (int i = 0; i < n; i++) gpar_buffer_release(b[i]);
     int wa = gpar_wait_all(e), w = works(e, d);
