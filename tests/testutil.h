@@ -178,14 +178,54 @@ static inline int tu_all_bytes(const unsigned char *p, size_t n, unsigned char v
   return 1;
 }
 
-/* Write count floats of value v into buf. */
-static inline int tu_fill_value(gpar_buffer buf, size_t count, float v) {
+/* A seeded, non-uniform pattern: count floats in [-1, 1), multiples of 1/512, so that index,
+ * leading-dimension or tiling mistakes change a GEMM's result (constant data hides them). */
+static inline void tu_pattern(float *h, size_t count, uint64_t seed) {
+  uint64_t s = seed * 0x2545f4914f6cdd1dull + 1;
+  for (size_t i = 0; i < count; i++) h[i] = (float)((int)(tu_rand(&s) % 1024) - 512) / 512.0f;
+}
+
+/* Write tu_pattern(count, seed) into buf. */
+static inline int tu_write_pattern(gpar_buffer buf, size_t count, uint64_t seed) {
   float *h = malloc(count * sizeof *h);
   if (!h) return GPAR_ENOMEM;
-  for (size_t i = 0; i < count; i++) h[i] = v;
+  tu_pattern(h, count, seed);
   int st = gpar_write(buf, 0, h, count * sizeof *h);
   free(h);
   return st;
+}
+
+/* Check c = a * b (n x n, column-major, no transposes, alpha 1, beta 0) against a double
+ * reference: every entry when n <= 512, else the four corners and `samples` seeded entries.
+ * Tolerance relative to sum |a_ip * b_pj|: 8 sqrt(n) float epsilons (rounding errors of n terms
+ * grow like sqrt(n)), or 2e-3 with GPAR_TF32 set (TF32 rounds inputs to 10 mantissa bits). Returns the number of wrong entries (the first is printed); 0 when right. */
+static inline size_t tu_check_gemm(const float *a, const float *b, const float *c, int n, int samples, uint64_t seed,
+                                   const char *what) {
+  size_t count = (size_t)n * n, bad = 0;
+  const char *tf = getenv("GPAR_TF32");
+  double rt = n; /* sqrt(n) by Newton steps: no libm for the tests that include this header */
+  for (int it = 0; it < 40; it++) rt = 0.5 * (rt + n / rt);
+  double tol = tf && *tf && strcmp(tf, "0") != 0 ? 2e-3 : 8.0 * rt / 16777216.0;
+  int all = n <= 512;
+  long total = all ? (long)count : 4 + samples;
+  for (long t = 0; t < total; t++) {
+    int i, j;
+    if (all) i = (int)(t % n), j = (int)(t / n);
+    else if (t < 4) i = (t & 1) ? n - 1 : 0, j = (t & 2) ? n - 1 : 0;
+    else i = (int)(tu_rand(&seed) % (uint64_t)n), j = (int)(tu_rand(&seed) % (uint64_t)n);
+    double want = 0, absum = 0;
+    for (int p = 0; p < n; p++) {
+      double x = (double)a[i + (size_t)p * n] * (double)b[p + (size_t)j * n];
+      want += x;
+      absum += x < 0 ? -x : x;
+    }
+    double got = c[i + (size_t)j * n], err = got - want, lim = tol * absum + 1e-6;
+    if (!(err <= lim && -err <= lim)) {
+      if (!bad) diag("  %s: C(%d,%d) = %.9g, want %.9g (tolerance %.3g)", what, i, j, got, want, lim);
+      bad++;
+    }
+  }
+  return bad;
 }
 
 #endif
