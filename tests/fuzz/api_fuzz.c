@@ -8,6 +8,7 @@
  * status is one gpar.h documents for that call; after the drain the counters are back to zero.
  * The sanitizers (ASan, UBSan, LSan) and libFuzzer's -timeout do the rest. */
 #include <limits.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -52,15 +53,12 @@ static ufn_arg args[MAXARGS * 2];
 static int nargs;
 static const uint8_t *in_p;
 static size_t in_n;
-/* Drain ops submitted from inside ops before gpar_shutdown (env GPAR_FUZZ_SAFE_SHUTDOWN=0|1).
- * On by default until gpar_shutdown itself drains them (issue 16, finding 1). */
+/* Drain ops submitted from inside ops before gpar_shutdown (env GPAR_FUZZ_SAFE_SHUTDOWN=1): off
+ * by default since gpar_shutdown drains them itself (issue 16, finding 1). */
 #ifndef FUZZ_SAFE_SHUTDOWN_DEFAULT
-#define FUZZ_SAFE_SHUTDOWN_DEFAULT 1
+#define FUZZ_SAFE_SHUTDOWN_DEFAULT 0
 #endif
 static int safe_shutdown = -1;
-#ifndef FUZZ_AVOID_FINDING4
-#define FUZZ_AVOID_FINDING4 1
-#endif
 
 static void fail(const char *what, int got, const char *why) {
   fprintf(stderr, "api_fuzz: oracle violation: %s returned %s (%d): %s; last error: %s\n", what,
@@ -101,16 +99,26 @@ static void check(const char *what, int got, smask must, smask may) {
 
 /* ------------------------------------------------------------------ handles */
 
+static int same(gpar_buffer a, gpar_buffer b) { return !memcmp(&a, &b, sizeof a); }
+static int is_null(gpar_buffer a) { return same(a, (gpar_buffer){0}); }
+
 static shadow_buf *pick(void) {
   unsigned v = u8();
-  if (v % 16 == 15 || !nh) { /* forged: the null handle, garbage or a live id one bit off */
+  if (v % 16 == 15 || !nh) { /* forged: the null handle, garbage, or a known handle with one bit off */
     static shadow_buf f;
     memset(&f, 0, sizeof f);
     f.state = H_FORGED;
-    unsigned w = u8() % 4;
-    f.h.id = w == 0 ? 0 : w == 1 ? ((uint64_t)u16() << 48 | (uint64_t)u16() << 16 | u16()) : nh ? hs[u8() % nh].h.id ^ (1ull << (u8() % 64)) : 7;
-    for (int i = 0; i < nh; i++) /* a forged id may hit a real one */
-      if (hs[i].h.id == f.h.id) return &hs[i];
+    unsigned w = u8() % 4, bit = u8();
+    if (w == 1) {
+      f.h.id = (uint64_t)u16() << 48 | (uint64_t)u16() << 16 | u16();
+      f.h.serial = u16();
+    } else if (w >= 2 && nh) {
+      f.h = hs[u8() % nh].h;
+      if (w == 2) f.h.id ^= 1ull << (bit % 64);
+      else f.h.serial ^= 1ull << (bit % 64);
+    }
+    for (int i = 0; i < nh; i++) /* a forged handle may hit a real one */
+      if (same(hs[i].h, f.h)) return &hs[i];
     return &f;
   }
   return &hs[v % (unsigned)nh];
@@ -164,6 +172,36 @@ static void drain(int i) {
   }
 }
 
+static int ufn(const gpar_native *nat, void *p);
+
+/* A second thread that submits fills and user functions into one buffer while the main thread
+ * shuts the engine down: each call is accepted (and drained) or refused with GPAR_ESHUTDOWN /
+ * GPAR_EBADBUF; never a crash. */
+typedef struct racer {
+  pthread_t t;
+  gpar_engine *e;
+  gpar_buffer h;
+  size_t bytes;
+  smask may;
+  int bad, calls;
+} racer;
+
+static void *race_fn(void *p) {
+  static ufn_arg noop; /* mode 0: counts its runs only */
+  racer *r = p;
+  for (int i = 0; i < 400; i++) {
+    int st = i & 1 ? gpar_fill(r->h, 0, r->bytes, (unsigned char)i)
+                   : gpar_submit(r->e, GPAR_HOST, ufn, &noop, NULL, 0, &r->h, 1);
+    r->calls++;
+    if (st == GPAR_ESHUTDOWN || st == GPAR_EBADBUF) break;
+    if (st != GPAR_OK && !(r->may & S(st))) {
+      r->bad = st;
+      break;
+    }
+  }
+  return NULL;
+}
+
 static void eng_shutdown(int i, int clean) {
   gpar_stats s;
   if (clean) { /* release everything, drain: the counters must be back to zero */
@@ -185,8 +223,22 @@ static void eng_shutdown(int i, int clean) {
   } else if (es[i].nested && safe_shutdown) {
     drain(i); /* ops from inside ops: only with the shutdown fix may they still be pending */
   }
+  racer r;
+  int race = -1;
+  if (!clean && u8() % 2) /* a thread submits into one of this engine's buffers meanwhile */
+    for (int j = 0; j < nh && race < 0; j++)
+      if (hs[j].state == H_LIVE && hs[j].eng == i) race = j;
+  if (race >= 0) {
+    r = (racer){.e = es[i].e, .h = hs[race].h, .bytes = hs[race].bytes, .may = async_may(i)};
+    if (pthread_create(&r.t, NULL, race_fn, &r) != 0) race = -1;
+    else sleep_us((long)(u8() % 4) * 100);
+  }
   int st = gpar_shutdown(es[i].e);
   check("gpar_shutdown", st, 0, async_may(i));
+  if (race >= 0) {
+    pthread_join(r.t, NULL);
+    if (r.bad) fail("gpar_fill/gpar_submit racing gpar_shutdown", r.bad, "not accepted, ESHUTDOWN or EBADBUF");
+  }
   es[i].live = 0;
   for (int j = 0; j < nh; j++)
     if (hs[j].eng == i && (hs[j].state == H_LIVE || hs[j].state == H_RELEASED)) hs[j].state = H_DEAD;
@@ -281,7 +333,7 @@ static void do_create(void) {
   if (e < 0 || !es[e].live) return;
   int dev = (int)(u8() % (unsigned)(es[e].ndev + 3)) - 1; /* GPAR_HOST, devices, one past the end */
   size_t bytes = pick_size(e, dev >= 0 && dev < es[e].ndev ? dev : -1);
-  gpar_buffer b = {0x5555};
+  gpar_buffer b = {0x5555, 0x5555};
   int st = gpar_buffer_create(es[e].e, dev, bytes, &b);
   smask must = 0, may = S(GPAR_EFAULT);
   if (dev != GPAR_HOST && (dev < 0 || dev >= es[e].ndev)) must |= S(GPAR_ENODEV);
@@ -291,12 +343,12 @@ static void do_create(void) {
   if (!must && st == GPAR_EFAULT && !es[e].may_fail) fail("gpar_buffer_create", st, "no fault armed");
   check("gpar_buffer_create", st, must, may);
   if (st != GPAR_OK) {
-    if (b.id != 0) fail("gpar_buffer_create", st, "*buf not the null handle after a failure");
+    if (!is_null(b)) fail("gpar_buffer_create", st, "*buf not the null handle after a failure");
     return;
   }
   if (b.id == 0) fail("gpar_buffer_create", st, "null handle on success");
-  for (int i = 0; i < nh; i++)
-    if (hs[i].h.id == b.id && (hs[i].state == H_LIVE || hs[i].state == H_RELEASED || hs[i].state == H_DEAD))
+  for (int i = 0; i < nh; i++) /* serials are never reused: no handle comes back */
+    if (same(hs[i].h, b) && (hs[i].state == H_LIVE || hs[i].state == H_RELEASED || hs[i].state == H_DEAD))
       fail("gpar_buffer_create", st, "a handle value came back");
   int slot = nh < MAXH ? nh++ : (int)(u8() % MAXH);
   if (hs[slot].state == H_LIVE) { /* evicted from the model: release it */
@@ -350,7 +402,7 @@ static void do_copy(void) {
   if (dd.state == H_LIVE && s->state == H_LIVE && dd.eng != s->eng) must |= S(GPAR_EENGINE);
   if (!must) {
     must |= range_err(&dd, doff, len) | range_err(s, soff, len);
-    if (dd.h.id == s->h.id && doff < soff + len && soff < doff + len && !must) must |= S(GPAR_EALIAS);
+    if (same(dd.h, s->h) && doff < soff + len && soff < doff + len && !must) must |= S(GPAR_EALIAS);
   }
   int st = gpar_copy(dd.h, doff, s->h, soff, len);
   check("gpar_copy", st, must, async_may(eng_of(s)));
@@ -398,8 +450,8 @@ static void do_gemm(void) {
       if (rows[i] == 0 || cols[i] == 0) {
         end[i] = off[i];
         empty_any = 1;
-        /* an unreferenced operand: gpar.h settles whether its offset is checked (finding 4) */
-        if (off[i] > buf[i]->bytes / es_) may |= S(GPAR_ERANGE);
+        /* an empty operand is range-checked too: its offset at most the buffer's elements */
+        if (off[i] > buf[i]->bytes / es_) must |= S(GPAR_ERANGE);
         continue;
       }
       extent(off[i], rows[i], cols[i], ld[i], &end[i]);
@@ -408,18 +460,13 @@ static void do_gemm(void) {
     (void)empty_any;
     if (!must) {
       for (int i = 1; i < 3; i++)
-        if (buf[i]->h.id == c->h.id && end[i] > off[i] && end[0] > off[0] && off[i] < end[0] && off[0] < end[i]) must |= S(GPAR_EALIAS);
+        if (same(buf[i]->h, c->h) && end[i] > off[i] && end[0] > off[0] && off[i] < end[0] && off[0] < end[i]) must |= S(GPAR_EALIAS);
       for (int i = 1; i < 3; i++)
         if (hostmem(buf[i]) != hostmem(c) || (!hostmem(c) && buf[i]->dev != c->dev)) must |= S(GPAR_EINVAL);
     }
     if (!must && !hostmem(c) && dbl) may |= S(GPAR_ENOTSUP);
   }
   may |= async_may(eng_of(c));
-#if FUZZ_AVOID_FINDING4
-  /* k == 0 with A or B offsets past their buffers: the host backend still formed the pointers
-   * (issue 16, finding 4, fixed on branch conv); skipped until that fix is merged. */
-  if (!must && k == 0 && m > 0 && n > 0 && (may & S(GPAR_ERANGE))) return;
-#endif
   int st = dbl ? gpar_dgemm((gpar_trans)ta, (gpar_trans)tb, m, n, k, 1.0, av.h, off[1], ld[1], bv.h, off[2], ld[2], 0.5,
                             c->h, off[0], ld[0])
                : gpar_sgemm((gpar_trans)ta, (gpar_trans)tb, m, n, k, 1.f, av.h, off[1], ld[1], bv.h, off[2], ld[2],
