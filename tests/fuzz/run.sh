@@ -75,12 +75,17 @@ for set in $sets; do
     -artifact_prefix="$out/crash-$tag/" "$work" "$src/tests/fuzz/corpus" >"$out/fuzz-$tag.log" 2>&1 ||
     { tail -60 "$out/fuzz-$tag.log"; status=1; continue; }
   grep -E '^#[0-9]+.*(DONE|pulse)|stat::(number_of_executed_units|average_exec_per_sec|peak_rss)' "$out/fuzz-$tag.log" | tail -5
-  if [ "${FUZZ_COVERAGE:-0}" = 1 ] && command -v llvm-cov-14 >/dev/null; then
-    LLVM_PROFILE_FILE="$out/cov-$tag.profraw" "$out/api_fuzz_cov" -runs=0 "$work" "$src/tests/fuzz/corpus" \
-      >/dev/null 2>&1
+done
+# Line coverage of the library over the corpora (seed + what this run found), per backend set.
+if [ "${FUZZ_COVERAGE:-0}" = 1 ] && command -v llvm-cov-14 >/dev/null; then
+  for set in $sets; do
+    tag=${set//,/+}
+    echo "=== backends $set: line coverage over the seed corpus and $out/corpus-$tag"
+    GPAR_BACKENDS=$set LLVM_PROFILE_FILE="$out/cov-$tag.profraw" "$out/api_fuzz_cov" -runs=0 "$out/corpus-$tag" \
+      "$src/tests/fuzz/corpus" >"$out/cov-$tag.log" 2>&1
     llvm-profdata-14 merge -sparse "$out/cov-$tag.profraw" -o "$out/cov-$tag.profdata" &&
       llvm-cov-14 report "$out/api_fuzz_cov" -instr-profile="$out/cov-$tag.profdata" "${srcs[@]}" | tail -12
-  fi
-done
+  done
+fi
 [ $status = 0 ] && echo "fuzz: clean" || echo "fuzz: FINDING (see $out/crash-*)"
 exit $status
