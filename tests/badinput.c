@@ -1,5 +1,6 @@
 /* badinput.c: a table of invalid calls through the public API, on every device: each must
- * return its exact status, leave a message in gpar_last_error, enqueue nothing (ops_submitted
+ * return its exact status, leave a NEW message in gpar_last_error (each case first plants a
+ * sentinel message there, which the call must replace), enqueue nothing (ops_submitted
  * unchanged), and leave the engine working (a write/read round trip after each case). */
 #include <limits.h>
 #include "testutil.h"
@@ -15,6 +16,14 @@ static int noop_fn(const gpar_native *nat, void *arg) {
   (void)nat;
   (void)arg;
   return GPAR_OK;
+}
+
+/* The message planted before each case: an unknown fault kind that names the case number. */
+static char sentinel[64];
+static void plant_sentinel(void) {
+  snprintf(sentinel, sizeof sentinel, "badinput-sentinel-%d", tap_count + 1);
+  gpar_fault_inject(eng, sentinel, 1); /* GPAR_EINVAL, message names the sentinel */
+  if (!strstr(gpar_last_error(), sentinel)) bail_out("could not plant a sentinel in gpar_last_error");
 }
 
 static int round_trip(void) {
@@ -33,14 +42,14 @@ static void case_end(const gpar_stats *b1, const gpar_stats *b2, int got, int wa
   gpar_stats_get(eng, &a1);
   gpar_stats_get(eng2, &a2);
   int quiet = a1.ops_submitted == b1->ops_submitted && a2.ops_submitted == b2->ops_submitted;
-  /* calls that return pointers (NULLP) need not leave a message */
-  int msg = want == GPAR_OK || err[0] != 0 || !strncmp(what, "NULLP", 5);
+  /* the failure replaced the planted message; calls that return pointers (NULLP) need not */
+  int msg = want == GPAR_OK || (err[0] != 0 && !strstr(err, sentinel)) || !strncmp(what, "NULLP", 5);
   int works = round_trip();
   if (!ok(got == want && quiet && msg && works, "dev %d: %s -> %s", rt_dev, what, gpar_status_name(want))) {
     if (got != want) diag("  got %s (%d), want %s (%d)", gpar_status_name(got), got, gpar_status_name(want), want);
     if (!quiet) diag("  ops_submitted changed: %llu -> %llu", (unsigned long long)b1->ops_submitted,
                      (unsigned long long)a1.ops_submitted);
-    if (!msg) diag("  gpar_last_error() empty after the failure");
+    if (!msg) diag("  gpar_last_error() not replaced by the failure: \"%s\"", err);
     if (!works) diag("  write/read round trip failed afterwards");
   }
 }
@@ -50,6 +59,7 @@ static void case_end(const gpar_stats *b1, const gpar_stats *b2, int got, int wa
     gpar_stats b1_, b2_;                                                                         \
     gpar_stats_get(eng, &b1_);                                                                   \
     gpar_stats_get(eng2, &b2_);                                                                  \
+    plant_sentinel();                                                                            \
     int got_ = (expr);                                                                           \
     case_end(&b1_, &b2_, got_, (want), #expr);                                                   \
   } while (0)

@@ -300,12 +300,15 @@ static void test_oom(int d, const tu_devinfo *info) {
   gpar_buffer_release(x);
 }
 
-/* Fault injection on this device: the failed op reports GPAR_EFAULT through its output, a
- * reader of that output is skipped, and the engine goes on working. */
+/* Fault injection on this device, with the statuses gpar.h documents: the failed op reports
+ * GPAR_EFAULT through its output (or is refused at submit with GPAR_EFAULT, nothing enqueued),
+ * a reader of that output is skipped (GPAR_EDEPFAILED), gpar_read of it returns GPAR_EDEPFAILED
+ * and copies nothing, wait_all reports GPAR_EFAULT, and the engine goes on working. Every status
+ * is observed, none is set by hand: with the fault not armed the check fails. */
 static void fault_op(int d, const tu_devinfo *info, const char *kind) {
   static unsigned char v[SZ], got[SZ];
   int gpu = info->backend_id != GPAR_BACKEND_HOST;
-  char name[96];
+  char name[96], why[256] = "";
   snprintf(name, sizeof name, "dev %d: injected '%s' fault", d, kind);
   if (!gpu && (!strcmp(kind, "event") || !strcmp(kind, "completion"))) {
     printf("ok %d # SKIP %s: the CPU device has no events\n", ++tap_count, name);
@@ -315,39 +318,49 @@ static void fault_op(int d, const tu_devinfo *info, const char *kind) {
   randfill(v, SZ);
   gpar_write(x, 0, v, SZ);
   gpar_fill(y, 0, SZ, 0);
-  gpar_wait_all(eng);
-  int st0 = gpar_fault_inject(eng, kind, 1), st1 = GPAR_OK, st2, st3, st4;
+  int st_setup = gpar_wait_all(eng);
+  int st0 = gpar_fault_inject(eng, kind, 1), st1, sw = GPAR_OK, sr, swr, srd, sall;
+  gpar_buffer out = y; /* the buffer the failed op writes */
   if (!strcmp(kind, "alloc")) {
-    st1 = gpar_buffer_create(eng, d, SZ, &n); /* the failure may show at once or at first use */
-    if (st1 == GPAR_OK) st1 = gpar_write(n, 0, v, 16) ? GPAR_EFAULT : gpar_wait(n);
-    st2 = GPAR_EFAULT;
-    st3 = GPAR_EDEPFAILED;
-  } else {
-    if (!strcmp(kind, "copy") || !strcmp(kind, "event") || !strcmp(kind, "completion"))
-      st1 = gpar_copy(y, 0, x, 0, SZ);
-    else if (!strcmp(kind, "fill"))
-      st1 = gpar_fill(y, 0, SZ, 0x5a);
-    else if (!strcmp(kind, "gemm"))
-      st1 = gpar_sgemm(GPAR_NO_TRANS, GPAR_NO_TRANS, 16, 16, 16, 1.f, x, 0, 16, x, 0, 16, 0.f, y, 0, 16);
-    else if (!strcmp(kind, "pinned"))
-      st1 = gpar_write(y, 0, v, SZ);
-    st2 = gpar_copy(h, 0, y, 0, SZ); /* reads the failed output */
-    if (st1 != GPAR_OK) st2 = gpar_wait(y) == GPAR_EFAULT ? GPAR_OK : st2; /* failed at submit */
-    st2 = st2 == GPAR_OK ? gpar_wait(y) : st2;
-    st3 = gpar_wait(h);
-    if (st1 == GPAR_EFAULT) st2 = GPAR_EFAULT, st3 = GPAR_EDEPFAILED; /* refused at once: fine */
+    n.id = 0x5a5a; /* gpar.h: the null handle on failure */
+    st1 = gpar_buffer_create(eng, d, SZ, &n);
+    if (st1 != GPAR_OK && n.id != 0) snprintf(why, sizeof why, "create failed but *buf is not the null handle");
+    if (st1 != GPAR_OK) n.id = 0;
+    out = n;
+    if (st1 == GPAR_OK) st1 = gpar_write(n, 0, v, SZ); /* a stream-ordered allocation fails at first use */
+  } else if (!strcmp(kind, "copy") || !strcmp(kind, "event") || !strcmp(kind, "completion"))
+    st1 = gpar_copy(y, 0, x, 0, SZ);
+  else if (!strcmp(kind, "fill"))
+    st1 = gpar_fill(y, 0, SZ, 0x5a);
+  else if (!strcmp(kind, "gemm"))
+    st1 = gpar_sgemm(GPAR_NO_TRANS, GPAR_NO_TRANS, 16, 16, 16, 1.f, x, 0, 16, x, 0, 16, 0.f, y, 0, 16);
+  else /* pinned: a staged write */
+    st1 = gpar_write(y, 0, v, SZ);
+  int refused = st1 == GPAR_EFAULT;
+  if (st1 == GPAR_OK) {
+    sw = gpar_wait(out);
+    sr = gpar_copy(h, 0, out, 0, SZ); /* reads the failed output: skipped */
+    swr = gpar_wait(h);
+    memset(got, 0xee, SZ);
+    srd = gpar_read(out, 0, got, SZ);
+    if (!(sw == GPAR_EFAULT && sr == GPAR_OK && swr == GPAR_EDEPFAILED && srd == GPAR_EDEPFAILED))
+      snprintf(why + strlen(why), sizeof why - strlen(why), " output %s (want EFAULT), reader %s/%s (want OK/EDEPFAILED), read %s (want EDEPFAILED)",
+               gpar_status_name(sw), gpar_status_name(sr), gpar_status_name(swr), gpar_status_name(srd));
+    else if (!tu_all_bytes(got, SZ, 0xee))
+      snprintf(why + strlen(why), sizeof why - strlen(why), " read of the failed buffer copied data");
+  } else if (!refused) {
+    snprintf(why + strlen(why), sizeof why - strlen(why), " submit returned %s (want OK or EFAULT)", gpar_status_name(st1));
   }
   gpar_fault_inject(eng, kind, 0);
-  st4 = gpar_wait_all(eng);
+  sall = gpar_wait_all(eng);
+  if (st1 == GPAR_OK && sall != GPAR_EFAULT)
+    snprintf(why + strlen(why), sizeof why - strlen(why), " wait_all %s after the async failure (want EFAULT)", gpar_status_name(sall));
   int rec = gpar_copy(y, 0, x, 0, SZ) == GPAR_OK && gpar_copy(h, 0, y, 0, SZ) == GPAR_OK &&
             gpar_read(h, 0, got, SZ) == GPAR_OK && !memcmp(got, v, SZ);
-  /* The nth completion is whichever op completes first: the copy, or (it ran) its reader. */
-  int which = (st2 == GPAR_EFAULT && st3 == GPAR_EDEPFAILED) ||
-              (!strcmp(kind, "completion") && st2 == GPAR_OK && st3 == GPAR_EFAULT);
-  ok(st0 == GPAR_OK && (st1 == GPAR_OK || st1 == GPAR_EFAULT) && which &&
-         (st4 == GPAR_EFAULT || st4 == GPAR_OK) && rec,
-     "%s: op %s, output %s, its reader %s, wait_all %s; recovered %d", name, gpar_status_name(st1),
-     gpar_status_name(st2), gpar_status_name(st3), gpar_status_name(st4), rec);
+  ok(st_setup == GPAR_OK && st0 == GPAR_OK && (st1 == GPAR_OK || refused) && !why[0] && rec,
+     "%s: %s, wait_all %s; recovered %d", name, refused ? "refused at submit with EFAULT" : "failed through its output",
+     gpar_status_name(sall), rec);
+  if (why[0]) diag(" %s", why);
   gpar_wait_all(eng);
   gpar_buffer_release(x);
   gpar_buffer_release(y);

@@ -33,11 +33,6 @@ static void randfill(unsigned char *p, size_t n) {
   for (size_t i = 0; i < n; i++) p[i] = (unsigned char)tu_rand(&rs);
 }
 
-static int all_bytes(const unsigned char *p, size_t n, unsigned char v) {
-  for (size_t i = 0; i < n; i++)
-    if (p[i] != v) return 0;
-  return 1;
-}
 
 /* Direct copy from device a to b (else it goes through pinned staging: two copy calls). */
 static int copy_legs(int a, int b) {
@@ -295,22 +290,22 @@ static void chain_case(int d, int e, int kind, int n) {
     int ran = user_armed ? atomic_load(&ca[i].ran) : atomic_load(&ra[i].ran);
     if (i < s) {
       if (ran != 1) snprintf(why, sizeof why, "step %d ran %d times, want once", i, ran);
-      else if (user_armed ? memcmp(g, expect[i], SZ) : !all_bytes(g, SZ, 0x11))
+      else if (user_armed ? memcmp(g, expect[i], SZ) : !tu_all_bytes(g, SZ, 0x11))
         snprintf(why, sizeof why, "reader of step %d: wrong output", i);
     } else {
       if (ran) snprintf(why, sizeof why, "step %d ran although it failed or its input did", i);
-      else if (!all_bytes(g, SZ, 0x77)) snprintf(why, sizeof why, "skipped reader %d touched its output", i);
+      else if (!tu_all_bytes(g, SZ, 0x77)) snprintf(why, sizeof why, "skipped reader %d touched its output", i);
       else if (!user_armed && atomic_load(&ra[i].ran)) snprintf(why, sizeof why, "skipped reader %d ran", i);
       /* a fault before the vendor call (not event/completion) leaves a host-memory output alone */
-      else if (on_d && hostmem(devs[i]) && !all_bytes(gpar_buffer_host_ptr(X[i]), SZ, (unsigned char)(0xa0 + i)))
+      else if (on_d && hostmem(devs[i]) && !tu_all_bytes(gpar_buffer_host_ptr(X[i]), SZ, (unsigned char)(0xa0 + i)))
         snprintf(why, sizeof why, "failed or skipped step %d wrote its output", i);
     }
   }
   ok(!why[0], "%s: skipped ops did not run, outputs untouched", name);
   if (why[0]) diag("  %s", why);
 
-  /* (c) completed steps hold the right data; failed ones refuse gpar_read (with the buffer's
-   * status or EDEPFAILED, as tests/engine.c accepts) and copy nothing */
+  /* (c) completed steps hold the right data; failed ones refuse gpar_read with GPAR_EDEPFAILED
+   * (gpar.h) and copy nothing */
   why[0] = 0;
   for (int i = 1; i <= L && !why[0]; i++) {
     memset(got, 0xee, SZ);
@@ -318,14 +313,14 @@ static void chain_case(int d, int e, int kind, int n) {
     if (i < s && (st != GPAR_OK || memcmp(got, expect[i], SZ)))
       snprintf(why, sizeof why, "step %d: read %s, data %s", i, gpar_status_name(st),
                memcmp(got, expect[i], SZ) ? "wrong" : "right");
-    else if (i >= s && ((st != ws[i] && st != GPAR_EDEPFAILED) || !all_bytes(got, SZ, 0xee)))
+    else if (i >= s && (st != GPAR_EDEPFAILED || !tu_all_bytes(got, SZ, 0xee)))
       snprintf(why, sizeof why, "failed step %d: read returned %s and %s", i, gpar_status_name(st),
-               all_bytes(got, SZ, 0xee) ? "copied nothing" : "copied data");
+               tu_all_bytes(got, SZ, 0xee) ? "copied nothing" : "copied data");
   }
   int ug = unrel_check(&un, why + strlen(why), sizeof why - strlen(why));
   if (on_d) {
     int st = gpar_read(V, 0, got, SZ);
-    if (st != GPAR_OK || (kind == K_FILL ? memcmp(got, expect[0], SZ) : !all_bytes(got, SZ, 0x5c)))
+    if (st != GPAR_OK || (kind == K_FILL ? memcmp(got, expect[0], SZ) : !tu_all_bytes(got, SZ, 0x5c)))
       snprintf(why + strlen(why), sizeof why - strlen(why), " unrelated op on dev %d: %s", d, gpar_status_name(st));
   }
   ok(!why[0] && ug, "%s: completed steps and unrelated work correct", name);
@@ -415,13 +410,13 @@ static void fill_case(int d, int n) {
   for (int i = 1; i <= STEPS && !why[0]; i++) {
     const unsigned char *g = gpar_buffer_host_ptr(G[i]);
     int ran = atomic_load(&fa[i].ran);
-    if (i == n ? (ran || !all_bytes(g, SZ, 0x77)) : (ran != 1 || memcmp(g, expect[i], SZ)))
+    if (i == n ? (ran || !tu_all_bytes(g, SZ, 0x77)) : (ran != 1 || memcmp(g, expect[i], SZ)))
       snprintf(why, sizeof why, "step %d: reader ran %d times, copy %s", i, ran,
-               all_bytes(g, SZ, 0x77) ? "untouched" : memcmp(g, expect[i], SZ) ? "wrong" : "right");
+               tu_all_bytes(g, SZ, 0x77) ? "untouched" : memcmp(g, expect[i], SZ) ? "wrong" : "right");
   }
   memset(got, 0xee, SZ);
   int rs_ = gpar_read(F, 0, got, SZ);
-  if (n == STEPS ? ((rs_ != GPAR_EFAULT && rs_ != GPAR_EDEPFAILED) || !all_bytes(got, SZ, 0xee))
+  if (n == STEPS ? (rs_ != GPAR_EDEPFAILED || !tu_all_bytes(got, SZ, 0xee))
                 : (rs_ != GPAR_OK || memcmp(got, expect[STEPS], SZ)))
     snprintf(why + strlen(why), sizeof why - strlen(why), " final read of F: %s", gpar_status_name(rs_));
   int r2 = gpar_read(V2, 0, got, SZ);
@@ -430,7 +425,7 @@ static void fill_case(int d, int n) {
   ok(!why[0] && ug, "%s: contents exact (the failed range never written), unrelated work correct", name);
   if (why[0]) diag("  %s", why);
   int w = gpar_fill(F, 0, SZ, 1), r = gpar_read(F, 0, got, SZ);
-  ok(w == GPAR_OK && r == GPAR_OK && all_bytes(got, SZ, 1), "%s: a fill afterwards works (%s, %s)", name,
+  ok(w == GPAR_OK && r == GPAR_OK && tu_all_bytes(got, SZ, 1), "%s: a fill afterwards works (%s, %s)", name,
      gpar_status_name(w), gpar_status_name(r));
   gpar_buffer_release(F), gpar_buffer_release(V), gpar_buffer_release(V2);
   for (int i = 1; i <= STEPS; i++) gpar_buffer_release(G[i]), gpar_buffer_release(H[i]);
@@ -570,7 +565,7 @@ static void pinned_read_case(int d) {
   gpar_fault_inject(eng, "pinned", 1);
   memset(got, 0xee, SZ);
   int r1 = gpar_read(X, 0, got, SZ);
-  int untouched = all_bytes(got, SZ, 0xee);
+  int untouched = tu_all_bytes(got, SZ, 0xee);
   gpar_fault_inject(eng, "pinned", 0);
   int r2 = gpar_read(X, 0, got, SZ);
   int good = r1 == GPAR_EFAULT && untouched && r2 == GPAR_OK && !memcmp(got, v, SZ);

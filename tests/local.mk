@@ -50,3 +50,12 @@ tests/oom.log: $(GPAR_TAP_TESTS:=.log)
 tests/bench/multi_device.log: tests/oom.log
 # Valgrind memcheck over a subset (called from .ci/run: tests/valgrind.sh BUILDDIR).
 EXTRA_DIST += tests/valgrind.sh
+
+# The API fuzzer (issue 16): tests/fuzz/api_fuzz.c, built by tests/fuzz/run.sh with clang's
+# libFuzzer + ASan + UBSan against the library sources, replays tests/fuzz/corpus and fuzzes
+# FUZZ_SECONDS per backend set (host; host + OpenCL when built). Says so when clang cannot.
+FUZZ_SECONDS = 600
+fuzz:
+	$(SHELL) $(top_srcdir)/tests/fuzz/run.sh $(top_srcdir) tests/fuzz $(FUZZ_SECONDS)
+.PHONY: fuzz
+EXTRA_DIST += tests/fuzz/run.sh tests/fuzz/api_fuzz.c tests/fuzz/corpus tests/fuzz/replay.sh tests/fuzz/replay_main.c

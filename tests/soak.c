@@ -198,7 +198,8 @@ static void cpu_soak_run(unsigned long total) {
        (unsigned long long)b.buffers_live);
   if (m0 != rss0) diag("cpu soak: live heap %.2f MiB -> %.2f MiB (%+.3f MiB)", m0 / MIB, m1 / MIB,
                        ((double)m1 - (double)m0) / MIB);
-  ok(m0 && m1 <= m0 + ((size_t)8 << 20), "cpu soak: %s flat (end <= start + 8 MiB)", what);
+  /* 1 MiB over ~950k ops: a leak of one byte per op fails (measured: +0.02 MiB) */
+  ok(m0 && m1 <= m0 + ((size_t)1 << 20), "cpu soak: %s flat (end <= start + 1 MiB)", what);
   ok(b.pinned_bytes_pool <= a.pinned_bytes_pool && b.events_live <= a.events_live &&
          b.buffers_live == a.buffers_live && b.buffers_live == NBUF,
      "cpu soak: no growth in pinned pool (%llu -> %llu), events (%llu -> %llu), buffers (%llu -> %llu)",

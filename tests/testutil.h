@@ -1,5 +1,5 @@
 /* testutil.h: small helpers shared by the test programs (clock, sleeps, spin-waits, a seeded
- * RNG, engine set-up and a reference GEMM). Header-only, like tap.h. */
+ * RNG, engine set-up with the GPAR_TEST_EXPECT device check and a reference GEMM). Header-only, like tap.h. */
 #ifndef GPAR_TESTS_TESTUTIL_H
 #define GPAR_TESTS_TESTUTIL_H
 
@@ -64,6 +64,39 @@ static inline uint64_t tu_seed(uint64_t def) {
   return s;
 }
 
+/* GPAR_TEST_EXPECT="host opencl:2" (space- or comma-separated backend[:count], count 1 when
+ * left out): the devices this run must find. A test whose engine lacks one bails out naming
+ * it, so a broken discovery cannot shrink coverage to skips in silence. Backends outside
+ * `backends` (the mask the engine was created with; 0 = all) are not this engine's to check. */
+static inline void tu_expect_devices(gpar_engine *eng, unsigned backends) {
+  static const char *const names[3] = {"host", "cuda", "opencl"};
+  static const int ids[3] = {GPAR_BACKEND_HOST, GPAR_BACKEND_CUDA, GPAR_BACKEND_OPENCL};
+  const char *e = getenv("GPAR_TEST_EXPECT");
+  char list[256], *save = NULL;
+  if (!e || !*e) return;
+  snprintf(list, sizeof list, "%s", e);
+  for (char *tok = strtok_r(list, " ,", &save); tok; tok = strtok_r(NULL, " ,", &save)) {
+    char *colon = strchr(tok, ':');
+    int want = colon ? atoi(colon + 1) : 1, b = 0, found = 0, ndev = gpar_device_count(eng);
+    if (colon) *colon = 0;
+    while (b < 3 && strcmp(tok, names[b]) != 0) b++;
+    if (b == 3 || want < 1) {
+      printf("Bail out! GPAR_TEST_EXPECT=\"%s\": cannot parse '%s'\n", e, tok);
+      exit(1);
+    }
+    if (backends && !(backends & (unsigned)ids[b])) continue;
+    for (int d = 0; d < ndev; d++) {
+      gpar_device_props p;
+      if (gpar_device_info(eng, d, &p) == GPAR_OK && p.backend_id == ids[b]) found++;
+    }
+    if (found < want) {
+      printf("Bail out! GPAR_TEST_EXPECT=\"%s\": %s device %d is missing (found %d %s device%s, want %d)\n", e,
+             names[b], found, found, names[b], found == 1 ? "" : "s", want);
+      exit(1);
+    }
+  }
+}
+
 /* An engine with the given backends and host threads (0: the environment's or the default)
  * and sync flag; quiet. Bails out on failure (nothing else can be tested). */
 static inline gpar_engine *tu_engine(unsigned backends, int host_threads, int synchronous) {
@@ -79,6 +112,7 @@ static inline gpar_engine *tu_engine(unsigned backends, int host_threads, int sy
     printf("Bail out! gpar_init: %s (%s)\n", gpar_status_name(st), gpar_last_error());
     exit(1);
   }
+  tu_expect_devices(eng, backends); /* GPAR_BACKENDS in the environment does not excuse a device */
   return eng;
 }
 
@@ -137,14 +171,61 @@ static inline int tu_find_groups(gpar_engine *eng, tu_group *g, int max) {
   return ng;
 }
 
-/* Write count floats of value v into buf. */
-static inline int tu_fill_value(gpar_buffer buf, size_t count, float v) {
+/* 1 when all n bytes at p equal v. */
+static inline int tu_all_bytes(const unsigned char *p, size_t n, unsigned char v) {
+  for (size_t i = 0; i < n; i++)
+    if (p[i] != v) return 0;
+  return 1;
+}
+
+/* A seeded, non-uniform pattern: count floats in [-1, 1), multiples of 1/512, so that index,
+ * leading-dimension or tiling mistakes change a GEMM's result (constant data hides them). */
+static inline void tu_pattern(float *h, size_t count, uint64_t seed) {
+  uint64_t s = seed * 0x2545f4914f6cdd1dull + 1;
+  for (size_t i = 0; i < count; i++) h[i] = (float)((int)(tu_rand(&s) % 1024) - 512) / 512.0f;
+}
+
+/* Write tu_pattern(count, seed) into buf. */
+static inline int tu_write_pattern(gpar_buffer buf, size_t count, uint64_t seed) {
   float *h = malloc(count * sizeof *h);
   if (!h) return GPAR_ENOMEM;
-  for (size_t i = 0; i < count; i++) h[i] = v;
+  tu_pattern(h, count, seed);
   int st = gpar_write(buf, 0, h, count * sizeof *h);
   free(h);
   return st;
+}
+
+/* Check c = a * b (n x n, column-major, no transposes, alpha 1, beta 0) against a double
+ * reference: every entry when n <= 512, else the four corners and `samples` seeded entries.
+ * Tolerance relative to sum |a_ip * b_pj|: 8 sqrt(n) float epsilons (rounding errors of n terms
+ * grow like sqrt(n)), or 2e-3 with GPAR_TF32 set (TF32 rounds inputs to 10 mantissa bits). Returns the number of wrong entries (the first is printed); 0 when right. */
+static inline size_t tu_check_gemm(const float *a, const float *b, const float *c, int n, int samples, uint64_t seed,
+                                   const char *what) {
+  size_t count = (size_t)n * n, bad = 0;
+  const char *tf = getenv("GPAR_TF32");
+  double rt = n; /* sqrt(n) by Newton steps: no libm for the tests that include this header */
+  for (int it = 0; it < 40; it++) rt = 0.5 * (rt + n / rt);
+  double tol = tf && *tf && strcmp(tf, "0") != 0 ? 2e-3 : 8.0 * rt / 16777216.0;
+  int all = n <= 512;
+  long total = all ? (long)count : 4 + samples;
+  for (long t = 0; t < total; t++) {
+    int i, j;
+    if (all) i = (int)(t % n), j = (int)(t / n);
+    else if (t < 4) i = (t & 1) ? n - 1 : 0, j = (t & 2) ? n - 1 : 0;
+    else i = (int)(tu_rand(&seed) % (uint64_t)n), j = (int)(tu_rand(&seed) % (uint64_t)n);
+    double want = 0, absum = 0;
+    for (int p = 0; p < n; p++) {
+      double x = (double)a[i + (size_t)p * n] * (double)b[p + (size_t)j * n];
+      want += x;
+      absum += x < 0 ? -x : x;
+    }
+    double got = c[i + (size_t)j * n], err = got - want, lim = tol * absum + 1e-6;
+    if (!(err <= lim && -err <= lim)) {
+      if (!bad) diag("  %s: C(%d,%d) = %.9g, want %.9g (tolerance %.3g)", what, i, j, got, want, lim);
+      bad++;
+    }
+  }
+  return bad;
 }
 
 #endif

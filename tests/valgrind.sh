@@ -22,9 +22,9 @@ fi
 # Valgrind runs threads one at a time, so the tests get a longer watchdog; --fair-sched keeps the
 # engine's spinning workers from starving the others.
 mkdir -p "$B/tests/vg-no-icd"
-GPAR_BACKENDS=host GPAR_QUIET=1 GPAR_TEST_TIMEOUT=900 GPAR_TEST_DAGS=${VG_DAGS:-100}
+GPAR_BACKENDS=host GPAR_QUIET=1 GPAR_TEST_TIMEOUT=900 GPAR_TEST_DAGS=${VG_DAGS:-100} GPAR_TEST_EXPECT=host
 OCL_ICD_VENDORS="$B/tests/vg-no-icd" OPENCL_VENDOR_PATH="$B/tests/vg-no-icd" CUDA_VISIBLE_DEVICES=
-export GPAR_BACKENDS GPAR_QUIET GPAR_TEST_TIMEOUT GPAR_TEST_DAGS OCL_ICD_VENDORS OPENCL_VENDOR_PATH CUDA_VISIBLE_DEVICES
+export GPAR_BACKENDS GPAR_QUIET GPAR_TEST_TIMEOUT GPAR_TEST_DAGS GPAR_TEST_EXPECT OCL_ICD_VENDORS OPENCL_VENDOR_PATH CUDA_VISIBLE_DEVICES
 # Suppressions: vendor libraries only, each commented. They are loaded (linked) even when unused.
 SUPP="$B/tests/vg-vendor.supp"
 cat >"$SUPP" <<'SUPPEOF'
