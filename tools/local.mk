@@ -9,7 +9,8 @@ tools_gpar_info_LDADD = libgpar.la
 # gpar-bench links the raw vendor baselines of the backends configure found (tools/raw.h:
 # weak symbols, NULL when a file is not built) and OpenBLAS for the host baseline.
 tools_gpar_bench_SOURCES = tools/gpar-bench.c tools/bench_common.h tools/bench_exp.c \
-	tools/bench_gemm.c tools/bench_trace.c tools/raw.h
+	tools/bench_gemm.c tools/bench_trace.c tools/raw.h tools/bench_meta.c tools/bench_sweep.c \
+	tools/bench_chart.c tools/bench_report.c
 TOOLS_RAW_CPPFLAGS =
 TOOLS_RAW_LIBS =
 if HAVE_CUDA
@@ -23,8 +24,41 @@ TOOLS_RAW_CPPFLAGS += $(OPENCL_CFLAGS) -DCL_TARGET_OPENCL_VERSION=120
 TOOLS_RAW_LIBS += $(OPENCL_LIBS)
 endif
 EXTRA_DIST += tools/raw_cuda.c tools/raw_opencl.c
-tools_gpar_bench_CPPFLAGS = $(AM_CPPFLAGS) $(OPENBLAS_CFLAGS) $(TOOLS_RAW_CPPFLAGS)
+# `gpar-bench report` reads JSON with jansson; without it the subcommand says it was not built.
+if HAVE_JANSSON
+TOOLS_RAW_CPPFLAGS += -DGPAR_HAVE_JANSSON=1 $(JANSSON_CFLAGS)
+TOOLS_RAW_LIBS += $(JANSSON_LIBS)
+endif
+tools_gpar_bench_CPPFLAGS = $(AM_CPPFLAGS) -Itools $(OPENBLAS_CFLAGS) $(TOOLS_RAW_CPPFLAGS)
 tools_gpar_bench_LDADD = libgpar.la $(TOOLS_RAW_LIBS) $(OPENBLAS_LIBS) -lm
+
+# The commit that benchmark records carry: `git describe` of the source tree at build time, else
+# the .tarball-version that `make dist` writes, else "unknown". Rewritten only when it changes.
+nodist_tools_gpar_bench_SOURCES = tools/bench_git.h
+BUILT_SOURCES = tools/bench_git.h
+CLEANFILES += tools/bench_git.h
+GPAR_GIT_DESCRIBE = (cd $(srcdir) && git describe --always --dirty 2>/dev/null) || \
+	cat $(srcdir)/.tarball-version 2>/dev/null || echo unknown
+tools/bench_git.h: FORCE
+	@$(MKDIR_P) tools; v=`$(GPAR_GIT_DESCRIBE)`; \
+	echo "#define GPAR_GIT_COMMIT \"$$v\"" > $@.tmp; \
+	if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+FORCE:
+.PHONY: FORCE
+dist-hook:
+	v=`$(GPAR_GIT_DESCRIBE)`; echo "$$v" > $(distdir)/.tarball-version
+
+# Man pages from --help and --version (help2man), shipped in the tarball so that a build without
+# help2man still installs them; they are regenerated when the tool's source changes.
+dist_man1_MANS = man/gpar-bench.1 man/gpar-info.1
+EXTRA_DIST += tools/mkman.sh
+GPAR_MKMAN = $(SHELL) $(top_srcdir)/tools/mkman.sh '$(HELP2MAN)' '$(PACKAGE_VERSION)'
+man/gpar-bench.1: $(top_srcdir)/tools/gpar-bench.c $(top_srcdir)/configure.ac
+	$(AM_V_GEN)$(MKDIR_P) man && $(MAKE) $(AM_MAKEFLAGS) tools/gpar-bench$(EXEEXT) && \
+	$(GPAR_MKMAN) tools/gpar-bench$(EXEEXT) $@ "benchmark libgpar next to the raw vendor loop"
+man/gpar-info.1: $(top_srcdir)/tools/gpar-info.c $(top_srcdir)/configure.ac
+	$(AM_V_GEN)$(MKDIR_P) man && $(MAKE) $(AM_MAKEFLAGS) tools/gpar-info$(EXEEXT) && \
+	$(GPAR_MKMAN) tools/gpar-info$(EXEEXT) $@ "list libgpar's devices and their peer access"
 
 # The chapter's two experiments as TAP tests: small in `make check`, full size in `make bench`.
 # They run through tests/bench/*.tap wrappers so their .log files come from a suffix rule, which

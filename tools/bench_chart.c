@@ -1,0 +1,310 @@
+/* bench_chart.c: the sweep chart, a hand-written SVG: three panels against op size (log axis:
+ * multi-device time ratio with the crossover marked, per-op time, copy-overlap ratio to ideal)
+ * and a legend panel; one colour per run, solid = libgpar, dashed = the raw vendor loop. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bench_common.h"
+
+#define W 1200
+#define H 900
+/* A white outline behind labels that sit on lines. */
+#define HALO "stroke=\"#fff\" stroke-width=\"3\" paint-order=\"stroke\""
+
+static const char *const colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
+                                     "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
+#define NCOLORS (int)(sizeof colors / sizeof colors[0])
+
+typedef struct panel {
+  double x0, y0, w, h;    /* plot area, px */
+  double xmin, xmax;      /* log2 of op size */
+  double ymin, ymax;      /* data units (log10 when logy) */
+  int logy;
+} panel;
+
+enum { M_OP, M_MD, M_CO }; /* which metric a panel shows */
+
+int bench_crossover(const bench_series *s, int raw) {
+  int x = 0;
+  for (int i = s->npt - 1; i >= 0; i--) {
+    double r = raw ? s->pt[i].md_raw_ratio : s->pt[i].md_ratio;
+    if (isnan(r) || r >= s->ndev) break;
+    x = s->pt[i].n;
+  }
+  return s->ndev > 1 ? x : 0;
+}
+
+static double metric(const bench_point *p, int m, int raw) {
+  switch (m) {
+  case M_OP: return raw ? p->op_raw_us : p->op_us;
+  case M_MD: return raw ? p->md_raw_ratio : p->md_ratio;
+  default: return raw ? p->co_raw_ratio : p->co_ratio;
+  }
+}
+
+static void xml_text(FILE *f, const char *s) {
+  for (; *s; s++) {
+    if (*s == '&')
+      fputs("&amp;", f);
+    else if (*s == '<')
+      fputs("&lt;", f);
+    else if (*s == '>')
+      fputs("&gt;", f);
+    else
+      fputc(*s, f);
+  }
+}
+
+static void text(FILE *f, double x, double y, const char *anchor, const char *style, const char *s) {
+  fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\" %s>", x, y, anchor, style ? style : "");
+  xml_text(f, s);
+  fputs("</text>\n", f);
+}
+
+static double px(const panel *p, double n) { return p->x0 + (log2(n) - p->xmin) / (p->xmax - p->xmin) * p->w; }
+
+static double py(const panel *p, double v) {
+  double y = p->logy ? log10(v) : v;
+  return p->y0 + p->h - (y - p->ymin) / (p->ymax - p->ymin) * p->h;
+}
+
+/* A 1-2-5 step giving about `want` intervals over span. */
+static double nice_step(double span, int want) {
+  double raw = span / want, mag = pow(10, floor(log10(raw))), r = raw / mag;
+  return (r < 1.5 ? 1 : r < 3.5 ? 2 : r < 7.5 ? 5 : 10) * mag;
+}
+
+static void axes(FILE *f, const panel *p, const char *title, const char *ylabel) {
+  fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#fff\" stroke=\"#444\"/>\n",
+          p->x0, p->y0, p->w, p->h);
+  char buf[64];
+  /* x: every power of two */
+  for (int e = (int)ceil(p->xmin); e <= (int)floor(p->xmax); e++) {
+    double x = px(p, pow(2, e));
+    fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>\n", x, p->y0, x,
+            p->y0 + p->h);
+    snprintf(buf, sizeof buf, "%d", 1 << e);
+    text(f, x, p->y0 + p->h + 16, "middle", "class=\"tick\"", buf);
+  }
+  text(f, p->x0 + p->w / 2, p->y0 + p->h + 34, "middle", "class=\"axis\"",
+       "op size n: one n\xc3\x97n\xc3\x97n SGEMM (log scale)");
+  /* y */
+  if (p->logy) {
+    for (int e = (int)floor(p->ymin); e <= (int)ceil(p->ymax); e++)
+      for (int k = 1; k <= 5; k += (k == 1 ? 1 : 3)) { /* 1, 2, 5 x 10^e */
+        double v = k * pow(10, e), ly = log10(v);
+        if (ly < p->ymin - 1e-9 || ly > p->ymax + 1e-9) continue;
+        double y = py(p, v);
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\"/>\n", p->x0, y,
+                p->x0 + p->w, y, k == 1 ? "#d0d0d0" : "#ececec");
+        snprintf(buf, sizeof buf, v >= 1e6 ? "%.0e" : v >= 1 ? "%.0f" : "%.2g", v);
+        text(f, p->x0 - 6, y + 4, "end", "class=\"tick\"", buf);
+      }
+  } else {
+    double step = nice_step(p->ymax - p->ymin, 6);
+    for (double v = ceil(p->ymin / step) * step; v <= p->ymax + 1e-9; v += step) {
+      double y = py(p, v);
+      fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#e4e4e4\"/>\n", p->x0, y,
+              p->x0 + p->w, y);
+      snprintf(buf, sizeof buf, "%g", fabs(v) < 1e-12 ? 0.0 : v);
+      text(f, p->x0 - 6, y + 4, "end", "class=\"tick\"", buf);
+    }
+  }
+  text(f, p->x0, p->y0 - 24, "start", "class=\"ptitle\"", title);
+  fprintf(f, "<text transform=\"translate(%.1f,%.1f) rotate(-90)\" text-anchor=\"middle\" class=\"axis\">",
+          p->x0 - 46, p->y0 + p->h / 2);
+  xml_text(f, ylabel);
+  fputs("</text>\n", f);
+}
+
+/* A horizontal reference line with its label at the right end, inside the plot. */
+static void hline(FILE *f, const panel *p, double v, const char *color, const char *label) {
+  double y = py(p, v);
+  if (y < p->y0 || y > p->y0 + p->h) return;
+  fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"1.5\" "
+             "stroke-dasharray=\"2,3\"/>\n",
+          p->x0, y, p->x0 + p->w, y, color);
+  char style[160];
+  snprintf(style, sizeof style, "class=\"ref\" fill=\"%s\" %s", color, HALO);
+  text(f, p->x0 + p->w - 6, y - 5, "end", style, label);
+}
+
+static void series_line(FILE *f, const panel *p, const bench_series *s, int m, int raw, const char *color) {
+  int open = 0;
+  for (int i = 0; i < s->npt; i++) {
+    double v = metric(&s->pt[i], m, raw);
+    if (isnan(v) || (p->logy && v <= 0)) {
+      if (open) fputs("\"/>\n", f);
+      open = 0;
+      continue;
+    }
+    if (!open)
+      fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s points=\"", color,
+              raw ? " stroke-dasharray=\"7,4\"" : "");
+    fprintf(f, "%.1f,%.1f ", px(p, s->pt[i].n), py(p, v));
+    open = 1;
+  }
+  if (open) fputs("\"/>\n", f);
+  for (int i = 0; i < s->npt; i++) {
+    double v = metric(&s->pt[i], m, raw);
+    if (isnan(v) || (p->logy && v <= 0)) continue;
+    fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\" stroke=\"%s\" stroke-width=\"1.5\"/>\n",
+            px(p, s->pt[i].n), py(p, v), raw ? "#fff" : color, color);
+  }
+}
+
+/* y range of a metric over every series (and the reference values given). */
+static void yrange(const bench_series *s, int ns, int m, double lo, double hi, double *ymin, double *ymax) {
+  *ymin = lo;
+  *ymax = hi;
+  for (int k = 0; k < ns; k++)
+    for (int i = 0; i < s[k].npt; i++)
+      for (int raw = 0; raw < 2; raw++) {
+        double v = metric(&s[k].pt[i], m, raw);
+        if (isnan(v) || isinf(v)) continue;
+        if (v < *ymin) *ymin = v;
+        if (v > *ymax) *ymax = v;
+      }
+}
+
+int bench_chart_svg(const char *path, const char *title, const bench_series *s, int ns) {
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    fprintf(stderr, "gpar-bench: %s: %s\n", path, strerror(errno));
+    return -1;
+  }
+  int nmin = 1 << 30, nmax = 1, maxdev = 1, mindev = 1 << 30;
+  for (int k = 0; k < ns; k++) {
+    for (int i = 0; i < s[k].npt; i++) {
+      if (s[k].pt[i].n < nmin) nmin = s[k].pt[i].n;
+      if (s[k].pt[i].n > nmax) nmax = s[k].pt[i].n;
+    }
+    if (s[k].ndev > maxdev) maxdev = s[k].ndev;
+    if (s[k].ndev < mindev) mindev = s[k].ndev;
+  }
+  if (nmin > nmax) nmin = nmax;
+  double xmin = log2(nmin) - 0.3, xmax = log2(nmax) + 0.3;
+
+  fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+             "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n"
+             "<style>.title{font-size:19px;font-weight:bold}.sub{font-size:13px;fill:#444}"
+             ".ptitle{font-size:15px;font-weight:bold}.axis{font-size:12px;fill:#333}"
+             ".tick{font-size:11px;fill:#555}.ref{font-size:11px}.leg{font-size:13px}"
+             ".note{font-size:12px;fill:#333}</style>\n"
+             "<rect width=\"100%%\" height=\"100%%\" fill=\"#fff\"/>\n",
+          W, H, W, H);
+  text(f, 24, 30, "start", "class=\"title\"", title);
+  text(f, 24, 52, "start", "class=\"sub\"",
+       "Solid lines: through libgpar. Dashed lines, open circles: the same loop written directly "
+       "against the vendor API (raw). Lower is better in every panel.");
+
+  /* Panel 1: multi-device time ratio. */
+  panel p1 = {90, 120, 470, 290, xmin, xmax, 0, 0, 0};
+  double lo, hi;
+  yrange(s, ns, M_MD, 0, maxdev + 0.5, &lo, &hi);
+  p1.ymin = 0;
+  p1.ymax = hi * 1.05;
+  char buf[200];
+  snprintf(buf, sizeof buf, "time, %s at once / one alone",
+           maxdev == mindev ? (maxdev == 2 ? "both devices" : "all devices") : "all devices");
+  axes(f, &p1, "1. Multi-device: same work per device, all at once vs one", buf);
+  /* The region where N devices pay: below N. */
+  double ybe = py(&p1, mindev);
+  fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#2ca02c\" fill-opacity=\"0.07\"/>\n",
+          p1.x0, ybe, p1.w, p1.y0 + p1.h - ybe);
+  hline(f, &p1, 1, "#2ca02c", "ideal = 1: N\xc3\x97 the work in the time of one");
+  for (int nd = mindev; nd <= maxdev; nd++) {
+    int used = 0;
+    for (int k = 0; k < ns; k++) used |= s[k].ndev == nd;
+    if (!used || nd < 2) continue;
+    snprintf(buf, sizeof buf, "break-even = %d: no gain from %d devices (above: slower)", nd, nd);
+    hline(f, &p1, nd, "#b22222", buf);
+  }
+  for (int k = 0; k < ns; k++)
+    for (int raw = 1; raw >= 0; raw--) series_line(f, &p1, &s[k], M_MD, raw, colors[k % NCOLORS]);
+  /* Crossovers: a vertical marker where the curve goes below break-even for good. */
+  int nlab = 0;
+  for (int k = 0; k < ns; k++)
+    for (int raw = 0; raw < 2; raw++) {
+      int x = bench_crossover(&s[k], raw);
+      if (x <= 0) continue;
+      double xx = px(&p1, x);
+      fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"1.5\" "
+                 "stroke-dasharray=\"%s\"/>\n",
+              xx, p1.y0, xx, p1.y0 + p1.h, colors[k % NCOLORS], raw ? "1,3" : "5,3");
+      char style[160];
+      snprintf(style, sizeof style, "class=\"ref\" fill=\"%s\" font-weight=\"bold\" %s", colors[k % NCOLORS], HALO);
+      snprintf(buf, sizeof buf, "%s pays from n=%d", raw ? "raw" : "libgpar", x);
+      int right = xx < p1.x0 + p1.w - 130;
+      text(f, xx + (right ? 4 : -4), p1.y0 + 14 + 14 * nlab++, right ? "start" : "end", style, buf);
+    }
+
+  /* Panel 2: per-op time, log. */
+  panel p2 = {690, 120, 470, 290, xmin, xmax, 0, 0, 1};
+  yrange(s, ns, M_OP, 1e300, -1e300, &lo, &hi);
+  if (lo > hi || lo <= 0) lo = hi = 1;
+  p2.ymin = floor(log10(lo));
+  p2.ymax = ceil(log10(hi));
+  if (p2.ymax - p2.ymin < 1) p2.ymax = p2.ymin + 1;
+  axes(f, &p2, "2. Time per GEMM, one device alone", "microseconds per SGEMM (log scale)");
+  for (int k = 0; k < ns; k++)
+    for (int raw = 1; raw >= 0; raw--) series_line(f, &p2, &s[k], M_OP, raw, colors[k % NCOLORS]);
+
+  /* Panel 3: copy-overlap ratio to ideal. */
+  panel p3 = {90, 530, 470, 290, xmin, xmax, 0, 0, 0};
+  yrange(s, ns, M_CO, 1, 2, &lo, &hi);
+  p3.ymin = lo < 0.5 ? floor(lo * 10) / 10 : 0.5;
+  p3.ymax = hi * 1.05;
+  axes(f, &p3, "3. Copy-overlap: GEMMs with each result copied to host", "time / ideal (max(run, copy) + one copy)");
+  hline(f, &p3, 1, "#2ca02c", "ideal = 1: every copy hidden behind the GEMMs");
+  for (int k = 0; k < ns; k++)
+    for (int raw = 1; raw >= 0; raw--) series_line(f, &p3, &s[k], M_CO, raw, colors[k % NCOLORS]);
+
+  /* Panel 4: legend and how to read. */
+  double lx = 690, ly = 530;
+  text(f, lx, ly - 24, "start", "class=\"ptitle\"", "Runs");
+  for (int k = 0; k < ns; k++, ly += 44) {
+    const char *c = colors[k % NCOLORS];
+    fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2.5\"/>\n",
+            lx, ly - 4, lx + 30, ly - 4, c);
+    fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\"/>\n", lx + 15, ly - 4, c);
+    text(f, lx + 40, ly, "start", "class=\"leg\"", s[k].label);
+    int x = bench_crossover(&s[k], 0), xr = bench_crossover(&s[k], 1);
+    char a[32] = "never in range", b[32] = "never in range";
+    if (x > 0) snprintf(a, sizeof a, "from n=%d", x);
+    if (xr > 0) snprintf(b, sizeof b, "from n=%d", xr);
+    if (s[k].ndev > 1)
+      snprintf(buf, sizeof buf, "%d devices pay: libgpar %s; raw %s", s[k].ndev, a, b);
+    else
+      snprintf(buf, sizeof buf, "one device: panel 1 shows no multi-device run");
+    text(f, lx + 40, ly + 17, "start", "class=\"note\"", buf);
+  }
+  ly += 6;
+  fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333\" stroke-width=\"2\"/>\n",
+          lx, ly - 4, lx + 30, ly - 4);
+  text(f, lx + 40, ly, "start", "class=\"leg\"", "libgpar");
+  fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333\" stroke-width=\"2\" "
+             "stroke-dasharray=\"7,4\"/>\n<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"#fff\" stroke=\"#333\" "
+             "stroke-width=\"1.5\"/>\n",
+          lx + 130, ly - 4, lx + 160, ly - 4, lx + 145, ly - 4);
+  text(f, lx + 170, ly, "start", "class=\"leg\"", "raw vendor loop (cuBLAS, CLBlast, OpenBLAS)");
+  static const char *const notes[] = {
+      "1: below the red line, N devices finish N\xc3\x97 the work sooner than one device",
+      "   does 1\xc3\x97; the vertical lines mark where that starts and stays so.",
+      "2: the raw loop's time is the floor; the gap is libgpar's cost per op.",
+      "3: 1 = the copies run entirely while the GEMMs compute.",
+      "Medians of repeated runs; each point is one size."};
+  ly += 28;
+  for (size_t i = 0; i < sizeof notes / sizeof notes[0]; i++, ly += 17)
+    text(f, lx, ly, "start", "class=\"note\"", notes[i]);
+  fputs("</svg>\n", f);
+  int bad = ferror(f);
+  if (fclose(f) != 0 || bad) {
+    fprintf(stderr, "gpar-bench: writing %s failed\n", path);
+    return -1;
+  }
+  return 0;
+}
