@@ -9,9 +9,6 @@
 #include "bench_common.h"
 
 #define W 1200
-#define H 900
-/* A white outline behind labels that sit on lines. */
-#define HALO "stroke=\"#fff\" stroke-width=\"3\" paint-order=\"stroke\""
 
 static const char *const colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
                                      "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
@@ -30,7 +27,7 @@ int bench_crossover(const bench_series *s, int raw) {
   int x = 0;
   for (int i = s->npt - 1; i >= 0; i--) {
     double r = raw ? s->pt[i].md_raw_ratio : s->pt[i].md_ratio;
-    if (isnan(r) || r >= s->ndev) break;
+    if (isnan(r) || r > s->ndev / BENCH_PAYS) break;
     x = s->pt[i].n;
   }
   return s->ndev > 1 ? x : 0;
@@ -112,24 +109,43 @@ static void axes(FILE *f, const panel *p, const char *title, const char *ylabel)
       text(f, p->x0 - 6, y + 4, "end", "class=\"tick\"", buf);
     }
   }
-  text(f, p->x0, p->y0 - 24, "start", "class=\"ptitle\"", title);
+  text(f, p->x0, p->y0 - 26, "start", "class=\"ptitle\"", title);
   fprintf(f, "<text transform=\"translate(%.1f,%.1f) rotate(-90)\" text-anchor=\"middle\" class=\"axis\">",
           p->x0 - 46, p->y0 + p->h / 2);
   xml_text(f, ylabel);
   fputs("</text>\n", f);
 }
 
-/* A horizontal reference line with its label at the right end, inside the plot. */
-static void hline(FILE *f, const panel *p, double v, const char *color, const char *label) {
+/* A label on a white box so that lines under it do not hide it (11 px text). */
+static void boxed(FILE *f, double x, double y, const char *anchor, const char *color, int bold, const char *s) {
+  double w = 6.4 * (double)strlen(s) + 4, left = !strcmp(anchor, "end") ? x - w + 3 : x - 3;
+  fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"15\" fill=\"#fff\" fill-opacity=\"0.85\"/>\n",
+          left, y - 11.5, w);
+  char style[120];
+  snprintf(style, sizeof style, "class=\"ref\" fill=\"%s\"%s", color, bold ? " font-weight=\"bold\"" : "");
+  text(f, x, y, anchor, style, s);
+}
+
+/* A horizontal reference line; its label (drawn later, over the data) at the right end. */
+static void hline(FILE *f, const panel *p, double v, const char *color) {
   double y = py(p, v);
   if (y < p->y0 || y > p->y0 + p->h) return;
   fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"1.5\" "
              "stroke-dasharray=\"2,3\"/>\n",
           p->x0, y, p->x0 + p->w, y, color);
-  char style[160];
-  snprintf(style, sizeof style, "class=\"ref\" fill=\"%s\" %s", color, HALO);
-  text(f, p->x0 + p->w - 6, y - 5, "end", style, label);
 }
+
+/* Its tag in the margin right of the plot, where no data goes. */
+static void hline_label(FILE *f, const panel *p, double v, const char *color, const char *label) {
+  double y = py(p, v);
+  if (y < p->y0 || y > p->y0 + p->h) return;
+  char style[80];
+  snprintf(style, sizeof style, "class=\"ref\" fill=\"%s\" font-weight=\"bold\"", color);
+  text(f, p->x0 + p->w + 5, y + 4, "start", style, label);
+}
+
+/* A line under the panel title saying what the reference lines mean. */
+static void subtitle(FILE *f, const panel *p, const char *s) { text(f, p->x0, p->y0 - 8, "start", "class=\"note\"", s); }
 
 static void series_line(FILE *f, const panel *p, const bench_series *s, int m, int raw, const char *color) {
   int open = 0;
@@ -187,6 +203,7 @@ int bench_chart_svg(const char *path, const char *title, const bench_series *s, 
   if (nmin > nmax) nmin = nmax;
   double xmin = log2(nmin) - 0.3, xmax = log2(nmax) + 0.3;
 
+  int H = 900 + (ns > 4 ? (ns - 4) * 44 : 0); /* room for the legend */
   fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
              "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
              "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n"
@@ -201,55 +218,77 @@ int bench_chart_svg(const char *path, const char *title, const bench_series *s, 
        "Solid lines: through libgpar. Dashed lines, open circles: the same loop written directly "
        "against the vendor API (raw). Lower is better in every panel.");
 
-  /* Panel 1: multi-device time ratio. */
+  /* Panel 1: multi-device time ratio (runs with one device have none). */
   panel p1 = {90, 120, 470, 290, xmin, xmax, 0, 0, 0};
   double lo, hi;
-  yrange(s, ns, M_MD, 0, maxdev + 0.5, &lo, &hi);
+  bench_series multi[64];
+  int nm = 0, mk[64];
+  mindev = 1 << 30;
+  for (int k = 0; k < ns && nm < 64; k++)
+    if (s[k].ndev > 1) {
+      mk[nm] = k;
+      multi[nm++] = s[k];
+      if (s[k].ndev < mindev) mindev = s[k].ndev;
+    }
+  yrange(multi, nm, M_MD, 0, (nm ? maxdev : 2) + 0.5, &lo, &hi);
   p1.ymin = 0;
   p1.ymax = hi * 1.05;
   char buf[200];
-  snprintf(buf, sizeof buf, "time, %s at once / one alone",
-           maxdev == mindev ? (maxdev == 2 ? "both devices" : "all devices") : "all devices");
+  snprintf(buf, sizeof buf, "time, %s at once / one alone", maxdev == 2 ? "both devices" : "all devices");
   axes(f, &p1, "1. Multi-device: same work per device, all at once vs one", buf);
-  /* The region where N devices pay: below N. */
-  double ybe = py(&p1, mindev);
-  fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#2ca02c\" fill-opacity=\"0.07\"/>\n",
-          p1.x0, ybe, p1.w, p1.y0 + p1.h - ybe);
-  hline(f, &p1, 1, "#2ca02c", "ideal = 1: N\xc3\x97 the work in the time of one");
-  for (int nd = mindev; nd <= maxdev; nd++) {
-    int used = 0;
-    for (int k = 0; k < ns; k++) used |= s[k].ndev == nd;
-    if (!used || nd < 2) continue;
-    snprintf(buf, sizeof buf, "break-even = %d: no gain from %d devices (above: slower)", nd, nd);
-    hline(f, &p1, nd, "#b22222", buf);
+  if (nm == 0) {
+    text(f, p1.x0 + p1.w / 2, p1.y0 + p1.h / 2, "middle", "class=\"leg\"", "no run with more than one device");
+  } else {
+    /* The region where N devices pay: below N. */
+    double ybe = py(&p1, mindev);
+    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#2ca02c\" fill-opacity=\"0.07\"/>\n",
+            p1.x0, ybe, p1.w, p1.y0 + p1.h - ybe);
+    hline(f, &p1, 1, "#2ca02c");
+    for (int nd = 2; nd <= maxdev; nd++) hline(f, &p1, nd, "#b22222");
   }
-  for (int k = 0; k < ns; k++)
-    for (int raw = 1; raw >= 0; raw--) series_line(f, &p1, &s[k], M_MD, raw, colors[k % NCOLORS]);
+  for (int m = 0; m < nm; m++)
+    for (int raw = 1; raw >= 0; raw--) series_line(f, &p1, &multi[m], M_MD, raw, colors[mk[m] % NCOLORS]);
   /* Crossovers: a vertical marker where the curve goes below break-even for good. */
   int nlab = 0;
-  for (int k = 0; k < ns; k++)
+  for (int m = 0; m < nm; m++)
     for (int raw = 0; raw < 2; raw++) {
-      int x = bench_crossover(&s[k], raw);
+      int x = bench_crossover(&multi[m], raw);
       if (x <= 0) continue;
       double xx = px(&p1, x);
       fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"1.5\" "
                  "stroke-dasharray=\"%s\"/>\n",
-              xx, p1.y0, xx, p1.y0 + p1.h, colors[k % NCOLORS], raw ? "1,3" : "5,3");
-      char style[160];
-      snprintf(style, sizeof style, "class=\"ref\" fill=\"%s\" font-weight=\"bold\" %s", colors[k % NCOLORS], HALO);
+              xx, p1.y0, xx, p1.y0 + p1.h, colors[mk[m] % NCOLORS], raw ? "1,3" : "5,3");
+    }
+  if (nm) {
+    hline_label(f, &p1, 1, "#2ca02c", "ideal");
+    for (int nd = 2; nd <= maxdev; nd++) {
+      int used = 0;
+      for (int m = 0; m < nm; m++) used |= multi[m].ndev == nd;
+      if (!used) continue;
+      snprintf(buf, sizeof buf, "no gain (%d)", nd);
+      hline_label(f, &p1, nd, "#b22222", buf);
+    }
+    subtitle(f, &p1, "green: ideal = 1, N\xc3\x97 the work in the time of one; red: N = no gain, above it slower");
+  }
+  for (int m = 0; m < nm; m++)
+    for (int raw = 0; raw < 2; raw++) {
+      int x = bench_crossover(&multi[m], raw);
+      if (x <= 0) continue;
+      double xx = px(&p1, x);
       snprintf(buf, sizeof buf, "%s pays from n=%d", raw ? "raw" : "libgpar", x);
       int right = xx < p1.x0 + p1.w - 130;
-      text(f, xx + (right ? 4 : -4), p1.y0 + 14 + 14 * nlab++, right ? "start" : "end", style, buf);
+      boxed(f, xx + (right ? 5 : -5), p1.y0 + 15 + 16 * nlab++, right ? "start" : "end", colors[mk[m] % NCOLORS], 1, buf);
     }
 
   /* Panel 2: per-op time, log. */
-  panel p2 = {690, 120, 470, 290, xmin, xmax, 0, 0, 1};
+  panel p2 = {715, 120, 445, 290, xmin, xmax, 0, 0, 1};
   yrange(s, ns, M_OP, 1e300, -1e300, &lo, &hi);
   if (lo > hi || lo <= 0) lo = hi = 1;
   p2.ymin = floor(log10(lo));
   p2.ymax = ceil(log10(hi));
   if (p2.ymax - p2.ymin < 1) p2.ymax = p2.ymin + 1;
   axes(f, &p2, "2. Time per GEMM, one device alone", "microseconds per SGEMM (log scale)");
+  subtitle(f, &p2, "the raw loop (dashed) is the floor; the gap to it is libgpar's cost per op");
   for (int k = 0; k < ns; k++)
     for (int raw = 1; raw >= 0; raw--) series_line(f, &p2, &s[k], M_OP, raw, colors[k % NCOLORS]);
 
@@ -259,12 +298,14 @@ int bench_chart_svg(const char *path, const char *title, const bench_series *s, 
   p3.ymin = lo < 0.5 ? floor(lo * 10) / 10 : 0.5;
   p3.ymax = hi * 1.05;
   axes(f, &p3, "3. Copy-overlap: GEMMs with each result copied to host", "time / ideal (max(run, copy) + one copy)");
-  hline(f, &p3, 1, "#2ca02c", "ideal = 1: every copy hidden behind the GEMMs");
+  hline(f, &p3, 1, "#2ca02c");
   for (int k = 0; k < ns; k++)
     for (int raw = 1; raw >= 0; raw--) series_line(f, &p3, &s[k], M_CO, raw, colors[k % NCOLORS]);
+  hline_label(f, &p3, 1, "#2ca02c", "ideal");
+  subtitle(f, &p3, "green: ideal = 1, every copy hidden behind the GEMMs; above it, copies add time");
 
   /* Panel 4: legend and how to read. */
-  double lx = 690, ly = 530;
+  double lx = 715, ly = 530;
   text(f, lx, ly - 24, "start", "class=\"ptitle\"", "Runs");
   for (int k = 0; k < ns; k++, ly += 44) {
     const char *c = colors[k % NCOLORS];
@@ -273,7 +314,7 @@ int bench_chart_svg(const char *path, const char *title, const bench_series *s, 
     fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\"/>\n", lx + 15, ly - 4, c);
     text(f, lx + 40, ly, "start", "class=\"leg\"", s[k].label);
     int x = bench_crossover(&s[k], 0), xr = bench_crossover(&s[k], 1);
-    char a[32] = "never in range", b[32] = "never in range";
+    char a[32] = "not in this range", b[32] = "not in this range";
     if (x > 0) snprintf(a, sizeof a, "from n=%d", x);
     if (xr > 0) snprintf(b, sizeof b, "from n=%d", xr);
     if (s[k].ndev > 1)
@@ -293,7 +334,7 @@ int bench_chart_svg(const char *path, const char *title, const bench_series *s, 
   text(f, lx + 170, ly, "start", "class=\"leg\"", "raw vendor loop (cuBLAS, CLBlast, OpenBLAS)");
   static const char *const notes[] = {
       "1: below the red line, N devices finish N\xc3\x97 the work sooner than one device",
-      "   does 1\xc3\x97; the vertical lines mark where that starts and stays so.",
+      "   does 1\xc3\x97; the vertical lines mark where they pay (\xe2\x89\xa5 5% sooner) for good.",
       "2: the raw loop's time is the floor; the gap is libgpar's cost per op.",
       "3: 1 = the copies run entirely while the GEMMs compute.",
       "Medians of repeated runs; each point is one size."};

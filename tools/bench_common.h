@@ -20,6 +20,8 @@ typedef struct bench_opts {
   const char *sizes;     /* sweep --sizes 64,128,... */
   const char *label;     /* sweep --label: the series name in charts and reports */
   const char *outdir;    /* report --outdir: where the charts go */
+  int nfiles;            /* report: the JSON files */
+  char **files;
   int argc;              /* the command line, for the records */
   char **argv;
 } bench_opts;
@@ -150,8 +152,11 @@ typedef struct bench_series {
   int npt;
   bench_point *pt;
 } bench_series;
-/* The smallest measured size from which every larger one has all/max(alone) < ndev (N devices
- * beat one), or 0 when the last point does not; raw picks the raw loop's ratio. */
+/* N devices "pay" when they do N devices' work in at least 5% less time than one device does it
+ * (all/max(alone) <= ndev / BENCH_PAYS). */
+#define BENCH_PAYS 1.05
+/* The smallest measured size from which every larger one pays, or 0 when the last point does
+ * not (or there is one device); raw picks the raw loop's ratio. */
 int bench_crossover(const bench_series *s, int raw);
 /* Write the SVG. Returns 0, or -1 after printing why. */
 int bench_chart_svg(const char *path, const char *title, const bench_series *s, int ns);

@@ -100,7 +100,7 @@ static void fmt_pair(char *buf, size_t len, double lib, double raw, const char *
 static void print_crossover(const bench_series *s, FILE *f) {
   for (int raw = 0; raw < 2; raw++) {
     int x = bench_crossover(s, raw);
-    fprintf(f, "%s%s", raw ? "; raw loop: " : "  crossover, where all/one < N (N devices beat one): libgpar: ",
+    fprintf(f, "%s%s", raw ? "; raw loop: " : "  N devices pay (all/one <= N / 1.05: N devices' work at least 5% sooner than on one): libgpar: ",
             x > 0 ? "" : "none in this range");
     if (x > 0) fprintf(f, "n >= %d", x);
   }

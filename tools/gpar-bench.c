@@ -585,6 +585,8 @@ int main(int argc, char **argv) {
   }
   if (optind < argc && !strcmp(argv[optind], "report")) {
     ctx.o.subcommand = "report";
+    ctx.o.files = argv + optind + 1;
+    ctx.o.nfiles = argc - optind - 1;
     return bench_report(&ctx); /* reads argv[optind + 1 ...] */
   }
   if (optind != argc - 1) {
