@@ -51,22 +51,24 @@ dist-hook:
 # Man pages from --help and --version (help2man), shipped in the tarball so that a build without
 # help2man still installs them; they are regenerated when the tool's source changes.
 dist_man1_MANS = man/gpar-bench.1 man/gpar-info.1
-EXTRA_DIST += tools/mkman.sh
+EXTRA_DIST += tools/mkman.sh man/gpar-bench.h2m man/gpar-info.h2m
 GPAR_MKMAN = $(SHELL) $(top_srcdir)/tools/mkman.sh '$(HELP2MAN)' '$(PACKAGE_VERSION)'
-man/gpar-bench.1: $(top_srcdir)/tools/gpar-bench.c $(top_srcdir)/configure.ac
+man/gpar-bench.1: $(top_srcdir)/tools/gpar-bench.c $(top_srcdir)/man/gpar-bench.h2m $(top_srcdir)/configure.ac
 	$(AM_V_GEN)$(MKDIR_P) man && $(MAKE) $(AM_MAKEFLAGS) tools/gpar-bench$(EXEEXT) && \
-	$(GPAR_MKMAN) tools/gpar-bench$(EXEEXT) $@ "benchmark libgpar next to the raw vendor loop"
-man/gpar-info.1: $(top_srcdir)/tools/gpar-info.c $(top_srcdir)/configure.ac
+	$(GPAR_MKMAN) tools/gpar-bench$(EXEEXT) $@ "benchmark libgpar next to the raw vendor loop" \
+		$(top_srcdir)/man/gpar-bench.h2m
+man/gpar-info.1: $(top_srcdir)/tools/gpar-info.c $(top_srcdir)/man/gpar-info.h2m $(top_srcdir)/configure.ac
 	$(AM_V_GEN)$(MKDIR_P) man && $(MAKE) $(AM_MAKEFLAGS) tools/gpar-info$(EXEEXT) && \
-	$(GPAR_MKMAN) tools/gpar-info$(EXEEXT) $@ "list libgpar's devices and their peer access"
+	$(GPAR_MKMAN) tools/gpar-info$(EXEEXT) $@ "list libgpar's devices and their peer access" \
+		$(top_srcdir)/man/gpar-info.h2m
 
 # The chapter's two experiments as TAP tests: small in `make check`, full size in `make bench`.
 # They run through tests/bench/*.tap wrappers so their .log files come from a suffix rule, which
 # lets the dependencies at the end of this file order them after every other test.
 BENCH_TESTS = tests/bench/multi_device tests/bench/copy_overlap
 check_PROGRAMS += $(BENCH_TESTS)
-TESTS += tests/bench/multi_device.tap tests/bench/copy_overlap.tap
-EXTRA_DIST += tests/bench/multi_device.tap tests/bench/copy_overlap.tap
+TESTS += tests/bench/multi_device.tap tests/bench/copy_overlap.tap tests/bench/sweep.tap
+EXTRA_DIST += tests/bench/multi_device.tap tests/bench/copy_overlap.tap tests/bench/sweep.tap
 TEST_EXTENSIONS = .tap
 TAP_LOG_DRIVER = $(LOG_DRIVER)
 TAP_LOG_COMPILER = $(SHELL)
@@ -76,10 +78,14 @@ tests_bench_copy_overlap_SOURCES = tests/bench/copy_overlap.c
 tests_bench_copy_overlap_LDADD = libgpar.la
 
 # make bench: the TAP tests at full size (GPU: 4000^3 x 50), then gpar-bench's multi-device and
-# copy-overlap with the raw baseline and an SVG timeline of the overlap. Choose a backend with
-# e.g. `make bench BENCH_FLAGS="--backend opencl --raw --repeat 5"`; PoCL's two CPU devices:
+# copy-overlap with the raw baseline and an SVG timeline of the overlap, then the report for this
+# machine: a sweep over op sizes of every device group of every backend (SWEEP_FLAGS, e.g.
+# --backend opencl or --sizes 64,256,1024) and `gpar-bench report` on it, in bench-report/
+# (report.md with its charts; needs jansson). Choose a backend for the first part with e.g.
+# `make bench BENCH_FLAGS="--backend opencl --raw --repeat 5"`; PoCL's two CPU devices:
 # `POCL_DEVICES="pthread pthread" make bench`.
 BENCH_FLAGS = --raw --repeat 3
+SWEEP_FLAGS =
 BENCH_TIMEOUT = 1800
 bench: tools/gpar-bench$(EXEEXT) tests/bench/multi_device$(EXEEXT) tests/bench/copy_overlap$(EXEEXT)
 	GPAR_BENCH_FULL=1 GPAR_TEST_TIMEOUT=$(BENCH_TIMEOUT) ./tests/bench/multi_device$(EXEEXT)
@@ -87,11 +93,28 @@ bench: tools/gpar-bench$(EXEEXT) tests/bench/multi_device$(EXEEXT) tests/bench/c
 	./tools/gpar-bench$(EXEEXT) multi-device $(BENCH_FLAGS) --json bench-multi-device.json
 	./tools/gpar-bench$(EXEEXT) copy-overlap $(BENCH_FLAGS) --json bench-copy-overlap.json \
 		--trace bench-copy-overlap.trace.json --svg bench-copy-overlap.svg
-.PHONY: bench
+	$(MAKE) $(AM_MAKEFLAGS) bench-report
+bench-report: tools/gpar-bench$(EXEEXT)
+	$(MKDIR_P) bench-report
+	./tools/gpar-bench$(EXEEXT) sweep $(SWEEP_FLAGS) --json bench-report/sweep.json --svg bench-report/sweep.svg
+	./tools/gpar-bench$(EXEEXT) report bench-report/sweep.json bench-multi-device.json \
+		bench-copy-overlap.json --outdir bench-report > bench-report/report.md
+	@echo "report: bench-report/report.md"
+.PHONY: bench bench-report
 CLEANFILES += bench-multi-device.json bench-copy-overlap.json bench-copy-overlap.trace.json \
 	bench-copy-overlap.svg
+clean-local: clean-bench-report
+clean-bench-report:
+	rm -rf bench-report
+.PHONY: clean-bench-report
 
 # The timing tests run alone, after every other test, so no other test shares their devices
 # under `make -j check` (automake orders tests by dependencies between their .log files).
-tests/bench/multi_device.log: $(GPAR_TAP_TESTS:=.log)
+tests/bench/multi_device.log: $(GPAR_TAP_TESTS:=.log) tests/bench/sweep.log
+# sweep.tap: a tiny sweep on CPU devices (checks the records, the chart and the report; no timings).
+tests/bench/sweep.log: tools/gpar-bench$(EXEEXT) tools/gpar-info$(EXEEXT)
+clean-local: clean-sweep-test
+clean-sweep-test:
+	rm -rf tests/bench/sweep.d
+.PHONY: clean-sweep-test
 tests/bench/copy_overlap.log: tests/bench/multi_device.log
