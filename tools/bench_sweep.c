@@ -14,7 +14,7 @@
 #define SWEEP_MAX_GROUPS 8
 #define SWEEP_PHASE_SEC 0.05 /* aim for each timed phase (one loop of iters GEMMs) */
 #define SWEEP_MIN_ITERS 3
-#define SWEEP_MAX_ITERS 1000
+#define SWEEP_MAX_ITERS 400
 
 typedef struct sweep_group {
   int backend_id;
@@ -128,10 +128,8 @@ static int sweep_group_run(bench_ctx *ctx, const sweep_group *g, const int *size
     goto out;
   }
   s->ndev = ctx->ndev;
-  if (ctx->o.label)
-    snprintf(s->label, sizeof s->label, "%s%s%s", ctx->o.label, ctx->o.backend ? ": " : "", ctx->backend);
-  else
-    snprintf(s->label, sizeof s->label, "%s: %d x %.60s", ctx->backend, ctx->ndev, ctx->info[0].name);
+  snprintf(s->label, sizeof s->label, "%s%s%s: %d x %.40s", ctx->o.label ? ctx->o.label : "",
+           ctx->o.label ? ", " : "", ctx->backend, ctx->ndev, ctx->info[0].name);
 
   bench_json_elem_begin(ctx);
   bench_json_str(ctx, "backend", ctx->backend);
@@ -150,7 +148,9 @@ static int sweep_group_run(bench_ctx *ctx, const sweep_group *g, const int *size
   printf("\nsweep %s (%d device%s:", s->label, ctx->ndev, ctx->ndev == 1 ? "" : "s");
   for (int d = 0; d < ctx->ndev; d++) printf(" %s = %s:%d", ctx->label[d], ctx->backend, ctx->local[d]);
   printf("), median of %d\n", ctx->repeat);
-  printf("%6s %6s  %-22s %-22s %-22s\n", "size", "iters", "GEMM us, one device", "all/one time (N=", "copy-overlap / ideal");
+  char hdr[40];
+  snprintf(hdr, sizeof hdr, "time, %d devices / one", ctx->ndev);
+  printf("%6s %6s  %-22s %-22s %-22s\n", "size", "iters", "GEMM us, one device", hdr, "copy-overlap / ideal");
   printf("%6s %6s  %-22s %-22s %-22s\n", "", "", "libgpar (raw)", "libgpar (raw)", "libgpar (raw)");
   fflush(stdout);
   for (int i = 0; i < nsizes; i++) {
@@ -192,9 +192,13 @@ static int sweep_group_run(bench_ctx *ctx, const sweep_group *g, const int *size
   bench_json_num(ctx, "crossover_size", x > 0 ? x : NAN);
   bench_json_num(ctx, "crossover_size_raw", xr > 0 ? xr : NAN);
   bench_json_end(ctx);
-  printf("  (all/one: %d devices at once over one alone, same work per device: 1 = ideal, %d = no gain)\n",
-         ctx->ndev, ctx->ndev);
-  print_crossover(s, stdout);
+  if (ctx->ndev > 1) {
+    printf("  (%d devices at once over one alone, same work per device: 1 = ideal, %d = no gain)\n",
+           ctx->ndev, ctx->ndev);
+    print_crossover(s, stdout);
+  } else {
+    printf("  (one device: the multi-device column times it alone and in the all-at-once loop)\n");
+  }
   if (st != GPAR_OK) rc = st;
 out:
   st = gpar_shutdown(ctx->eng);
@@ -222,12 +226,15 @@ int bench_sweep(bench_ctx *ctx) {
   int ng = find_groups(ctx, groups), rc = ng > 0 ? 0 : 1, ns = 0;
   if (ctx->o.json_path) {
     ctx->json = open_memstream(&ctx->json_buf, &ctx->json_len);
-    if (!ctx->json) rc = 1;
+    if (!ctx->json) {
+      fclose(devnull);
+      return 1;
+    }
     ctx->json_first = 1;
     bench_json_array_begin(ctx, "groups");
   }
   const char *backend_opt = ctx->o.backend;
-  for (int gi = 0; gi < ng && !rc; gi++) {
+  for (int gi = 0; gi < ng; gi++) { /* after a failed group, the others still run */
     if (sweep_group_run(ctx, &groups[gi], ctx->o.sizes ? sizes : NULL, nsizes, &series[ns]) != GPAR_OK) rc = 1;
     if (series[ns].npt) ns++;
   }

@@ -51,7 +51,7 @@ dist-hook:
 # Man pages from --help and --version (help2man), shipped in the tarball so that a build without
 # help2man still installs them; they are regenerated when the tool's source changes.
 dist_man1_MANS = man/gpar-bench.1 man/gpar-info.1
-EXTRA_DIST += tools/mkman.sh man/gpar-bench.h2m man/gpar-info.h2m
+EXTRA_DIST += bench/sweep-gpu.sh tools/mkman.sh man/gpar-bench.h2m man/gpar-info.h2m
 GPAR_MKMAN = $(SHELL) $(top_srcdir)/tools/mkman.sh '$(HELP2MAN)' '$(PACKAGE_VERSION)'
 man/gpar-bench.1: $(top_srcdir)/tools/gpar-bench.c $(top_srcdir)/man/gpar-bench.h2m $(top_srcdir)/configure.ac
 	$(AM_V_GEN)$(MKDIR_P) man && $(MAKE) $(AM_MAKEFLAGS) tools/gpar-bench$(EXEEXT) && \
