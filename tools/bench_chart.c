@@ -127,16 +127,6 @@ static void axes(FILE *f, const panel *p, const char *title, const char *ylabel)
   fputs("</text>\n", f);
 }
 
-/* A label on a white box so that lines under it do not hide it (11 px text). */
-static void boxed(FILE *f, double x, double y, const char *anchor, const char *color, int bold, const char *s) {
-  double w = 6.4 * (double)strlen(s) + 4, left = !strcmp(anchor, "end") ? x - w + 3 : x - 3;
-  fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"15\" fill=\"#fff\" fill-opacity=\"0.85\"/>\n",
-          left, y - 11.5, w);
-  char style[120];
-  snprintf(style, sizeof style, "class=\"ref\" fill=\"%s\"%s", color, bold ? " font-weight=\"bold\"" : "");
-  text(f, x, y, anchor, style, s);
-}
-
 /* A horizontal reference line; its label (drawn later, over the data) at the right end. */
 static void hline(FILE *f, const panel *p, double v, const char *color) {
   double y = py(p, v);
@@ -260,7 +250,6 @@ int bench_chart_svg(const char *path, const char *title, const bench_series *s, 
   for (int m = 0; m < nm; m++)
     for (int raw = 1; raw >= 0; raw--) series_line(f, &p1, &multi[m], M_MD, raw, colors[mk[m] % NCOLORS]);
   /* Crossovers: a vertical marker where the curve goes below break-even for good. */
-  int nlab = 0;
   for (int m = 0; m < nm; m++)
     for (int raw = 0; raw < 2; raw++) {
       int x = bench_crossover(&multi[m], raw);
@@ -287,10 +276,13 @@ int bench_chart_svg(const char *path, const char *title, const bench_series *s, 
       if (x <= 0) continue;
       double xx = px(&p1, x);
       snprintf(buf, sizeof buf, "%s pays from n=%d", raw ? "raw" : "libgpar", x);
-      int right = xx < p1.x0 + p1.w - 130;
-      /* Near the bottom: ratios below 1 (better than ideal) are rare, so that band is free. */
-      boxed(f, xx + (right ? 5 : -5), p1.y0 + p1.h - 10 - 16 * nlab++, right ? "start" : "end",
-            colors[mk[m] % NCOLORS], 1, buf);
+      /* Along its line, reading upwards from the bottom, on the side with room. */
+      int right = xx < p1.x0 + p1.w - 16;
+      fprintf(f, "<text transform=\"translate(%.1f,%.1f) rotate(-90)\" class=\"ref\" font-weight=\"bold\" "
+                 "fill=\"%s\" stroke=\"#fff\" stroke-width=\"3\" paint-order=\"stroke\">",
+              xx + (right ? 12 : -4), p1.y0 + p1.h - 6, colors[mk[m] % NCOLORS]);
+      xml_text(f, buf);
+      fputs("</text>\n", f);
     }
 
   /* Panel 2: per-op time, log. */
@@ -308,7 +300,8 @@ int bench_chart_svg(const char *path, const char *title, const bench_series *s, 
   /* Panel 3: copy-overlap ratio to ideal. */
   panel p3 = {90, 530, 470, 290, xmin, xmax, 0, 0, 0};
   yrange(s, ns, M_CO, 1, 2, &lo, &hi);
-  p3.ymin = lo < 0.5 ? floor(lo * 10) / 10 : 0.5;
+  p3.ymin = lo < 0.55 ? floor((lo - 0.05) * 10) / 10 : 0.5;
+  if (p3.ymin < 0) p3.ymin = 0;
   p3.ymax = hi * 1.05;
   axes(f, &p3, "3. Copy-overlap: GEMMs with each result copied to host", "time / ideal (max(run, copy) + one copy)");
   hline(f, &p3, 1, "#2ca02c");
