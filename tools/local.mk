@@ -49,17 +49,18 @@ dist-hook:
 	v=`$(GPAR_GIT_DESCRIBE)`; echo "$$v" > $(distdir)/.tarball-version
 
 # Man pages from --help and --version (help2man), shipped in the tarball so that a build without
-# help2man still installs them; they are regenerated when the tool's source changes.
+# help2man still installs them; they are regenerated when the tool's source changes (the built
+# tool is an order-only prerequisite, GNU make: built first, its time stamp not compared).
 dist_man1_MANS = man/gpar-bench.1 man/gpar-info.1
 EXTRA_DIST += bench/sweep-gpu.sh tools/mkman.sh man/gpar-bench.h2m man/gpar-info.h2m
 GPAR_MKMAN = $(SHELL) $(top_srcdir)/tools/mkman.sh '$(HELP2MAN)' '$(PACKAGE_VERSION)'
-man/gpar-bench.1: $(top_srcdir)/tools/gpar-bench.c $(top_srcdir)/man/gpar-bench.h2m $(top_srcdir)/configure.ac
-	$(AM_V_GEN)$(MKDIR_P) man && $(MAKE) $(AM_MAKEFLAGS) tools/gpar-bench$(EXEEXT) && \
-	$(GPAR_MKMAN) tools/gpar-bench$(EXEEXT) $@ "benchmark libgpar next to the raw vendor loop" \
+man/gpar-bench.1: $(top_srcdir)/tools/gpar-bench.c $(top_srcdir)/man/gpar-bench.h2m $(top_srcdir)/configure.ac \
+		| tools/gpar-bench$(EXEEXT)
+	$(AM_V_GEN)$(MKDIR_P) man && $(GPAR_MKMAN) tools/gpar-bench$(EXEEXT) $@ "benchmark libgpar next to the raw vendor loop" \
 		$(top_srcdir)/man/gpar-bench.h2m
-man/gpar-info.1: $(top_srcdir)/tools/gpar-info.c $(top_srcdir)/man/gpar-info.h2m $(top_srcdir)/configure.ac
-	$(AM_V_GEN)$(MKDIR_P) man && $(MAKE) $(AM_MAKEFLAGS) tools/gpar-info$(EXEEXT) && \
-	$(GPAR_MKMAN) tools/gpar-info$(EXEEXT) $@ "list libgpar's devices and their peer access" \
+man/gpar-info.1: $(top_srcdir)/tools/gpar-info.c $(top_srcdir)/man/gpar-info.h2m $(top_srcdir)/configure.ac \
+		| tools/gpar-info$(EXEEXT)
+	$(AM_V_GEN)$(MKDIR_P) man && $(GPAR_MKMAN) tools/gpar-info$(EXEEXT) $@ "list libgpar's devices and their peer access" \
 		$(top_srcdir)/man/gpar-info.h2m
 
 # The chapter's two experiments as TAP tests: small in `make check`, full size in `make bench`.
