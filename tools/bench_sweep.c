@@ -212,6 +212,34 @@ out:
   return rc;
 }
 
+/* Write the JSON (the groups so far) and the chart; final: also say where they went. */
+static int sweep_save(bench_ctx *ctx, const bench_series *series, int ns, int final) {
+  int rc = 0;
+  if (ctx->json) {
+    fflush(ctx->json);
+    size_t len = ctx->json_len;
+    char *body = malloc(len + 2);
+    if (!body) return -1;
+    memcpy(body, ctx->json_buf, len);
+    memcpy(body + len, "]", 2); /* close "groups" */
+    rc = bench_json_write(ctx, ctx->o.json_path, body);
+    free(body);
+    if (!rc && final) printf("json: %s\n", ctx->o.json_path);
+  }
+  if (ctx->o.svg_path && ns > 0) {
+    char title[256], host[64] = "";
+    if (gethostname(host, sizeof host - 1) != 0) host[0] = 0;
+    snprintf(title, sizeof title, "gpar-bench sweep on %s%s%s: libgpar %s (%s), %s", host,
+             ctx->o.label ? ", " : "", ctx->o.label ? ctx->o.label : "", PACKAGE_VERSION,
+             bench_version_string(), ctx->date);
+    if (bench_chart_svg(ctx->o.svg_path, title, series, ns) != 0)
+      rc = -1;
+    else if (final)
+      printf("svg: %s\n", ctx->o.svg_path);
+  }
+  return rc;
+}
+
 int bench_sweep(bench_ctx *ctx) {
   int sizes[SWEEP_MAX_SIZES], nsizes = 0;
   if (ctx->o.sizes && (nsizes = parse_sizes(ctx->o.sizes, sizes, SWEEP_MAX_SIZES)) < 0) return 2;
@@ -242,30 +270,16 @@ int bench_sweep(bench_ctx *ctx) {
   for (int gi = 0; gi < ng; gi++) { /* after a failed group, the others still run */
     if (sweep_group_run(ctx, &groups[gi], ctx->o.sizes ? sizes : NULL, nsizes, &series[ns]) != GPAR_OK) rc = 1;
     if (series[ns].npt) ns++;
+    if (gi < ng - 1 && sweep_save(ctx, series, ns, 0) != 0) rc = 1; /* kept if a later group hangs */
   }
   ctx->o.backend = backend_opt;
+  if (sweep_save(ctx, series, ns, 1) != 0) rc = 1;
   if (ctx->json) {
-    bench_json_array_end(ctx);
     fclose(ctx->json);
     ctx->json = NULL;
-    if (bench_json_write(ctx, ctx->o.json_path, ctx->json_buf ? ctx->json_buf : "\"groups\":[]") != 0)
-      rc = 1;
-    else
-      printf("json: %s\n", ctx->o.json_path);
   }
   free(ctx->json_buf);
   ctx->json_buf = NULL;
-  if (ctx->o.svg_path && ns > 0) {
-    char title[256], host[64] = "";
-    if (gethostname(host, sizeof host - 1) != 0) host[0] = 0;
-    snprintf(title, sizeof title, "gpar-bench sweep on %s%s%s: libgpar %s (%s), %s", host,
-             ctx->o.label ? ", " : "", ctx->o.label ? ctx->o.label : "", PACKAGE_VERSION,
-             bench_version_string(), ctx->date);
-    if (bench_chart_svg(ctx->o.svg_path, title, series, ns) != 0)
-      rc = 1;
-    else
-      printf("svg: %s\n", ctx->o.svg_path);
-  }
   for (int i = 0; i < ns; i++) free(series[i].pt);
   fclose(devnull);
   ctx->out = stdout;
