@@ -142,12 +142,14 @@ static int sweep_group_run(bench_ctx *ctx, const sweep_group *g, const int *size
   bench_json_str(ctx, "device_type", ctx->any_gpu ? "GPU" : "CPU");
   bench_json_num(ctx, "ndev", ctx->ndev);
   bench_json_num(ctx, "repeat", ctx->repeat);
-  fprintf(ctx->json ? ctx->json : stderr, "%s", ctx->json ? ",\"device_info\":[" : "");
-  for (int d = 0; ctx->json && d < ctx->ndev; d++) {
-    if (d) fputc(',', ctx->json);
-    bench_meta_device(ctx->json, &ctx->info[d], ctx->flat[d]);
+  if (ctx->json) { /* after the members above, so the comma is due */
+    fprintf(ctx->json, ",\"device_info\":[");
+    for (int d = 0; d < ctx->ndev; d++) {
+      if (d) fputc(',', ctx->json);
+      bench_meta_device(ctx->json, &ctx->info[d], ctx->flat[d]);
+    }
+    fputc(']', ctx->json);
   }
-  if (ctx->json) fputc(']', ctx->json);
   bench_json_array_begin(ctx, "points");
 
   printf("\nsweep %s (%d device%s:", s->label, ctx->ndev, ctx->ndev == 1 ? "" : "s");
