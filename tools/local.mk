@@ -98,8 +98,9 @@ bench: tools/gpar-bench$(EXEEXT) tests/bench/multi_device$(EXEEXT) tests/bench/c
 bench-report: tools/gpar-bench$(EXEEXT)
 	$(MKDIR_P) bench-report
 	./tools/gpar-bench$(EXEEXT) sweep $(SWEEP_FLAGS) --json bench-report/sweep.json --svg bench-report/sweep.svg
-	./tools/gpar-bench$(EXEEXT) report bench-report/sweep.json bench-multi-device.json \
-		bench-copy-overlap.json --outdir bench-report > bench-report/report.md
+	runs=bench-report/sweep.json; for f in bench-multi-device.json bench-copy-overlap.json; do \
+		if test -f $$f; then runs="$$runs $$f"; fi; done; \
+	./tools/gpar-bench$(EXEEXT) report $$runs --outdir bench-report > bench-report/report.md
 	@echo "report: bench-report/report.md"
 .PHONY: bench bench-report
 CLEANFILES += bench-multi-device.json bench-copy-overlap.json bench-copy-overlap.trace.json \
