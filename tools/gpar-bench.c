@@ -516,7 +516,9 @@ static void usage(FILE *f) {
           "\n"
           "Examples:\n"
           "  gpar-bench multi-device --backend cuda --raw --repeat 5\n"
+          "\n"
           "  POCL_DEVICES=\"pthread pthread\" gpar-bench sweep --backend opencl --json ocl.json --svg ocl.svg\n"
+          "\n"
           "  gpar-bench report cuda.json ocl.json --outdir out > out/report.md\n");
 }
 

@@ -1,12 +1,11 @@
 #!/bin/sh
 # mkman.sh HELP2MAN VERSION PROGRAM OUT NAME [INCLUDE]: writes the man page of PROGRAM from its --help
-# (and --version, or VERSION when the program has no --version) with help2man. Without
+# (the version is VERSION, the package's) with help2man. Without
 # help2man it keeps an existing page, else writes a stub that says how to get the real one.
 help2man=$1 version=$2 prog=$3 out=$4 name=$5 include=${6-}
 base=$(basename "$prog")
 if [ -n "$help2man" ]; then
-  vopt=
-  "$prog" --version >/dev/null 2>&1 || vopt="--version-string=$version"
+  vopt="--version-string=$version" # the package version, not the tool's commit line
   [ -n "$include" ] && [ -f "$include" ] && vopt="$vopt --include=$include"
   exec $help2man --no-info --no-discard-stderr --name="$name" $vopt --output="$out" "$prog"
 fi
