@@ -233,7 +233,7 @@ int bench_chart_svg(const char *path, const char *title, const bench_series *s, 
     }
   yrange(multi, nm, M_MD, 0, (nm ? maxdev : 2) + 0.5, &lo, &hi);
   p1.ymin = 0;
-  p1.ymax = hi * 1.05;
+  p1.ymax = hi * (nm <= 2 ? 1.05 : 1.15); /* room for the crossover markers */
   char buf[200];
   snprintf(buf, sizeof buf, "time, %s at once / one alone", maxdev == 2 ? "both devices" : "all devices");
   axes(f, &p1, "1. Multi-device: same work per device, all at once vs one", buf);
@@ -249,15 +249,38 @@ int bench_chart_svg(const char *path, const char *title, const bench_series *s, 
   }
   for (int m = 0; m < nm; m++)
     for (int raw = 1; raw >= 0; raw--) series_line(f, &p1, &multi[m], M_MD, raw, colors[mk[m] % NCOLORS]);
-  /* Crossovers: a vertical marker where the curve goes below break-even for good. */
+  /* Crossovers: with one or two runs, a vertical line where the curve goes below break-even for
+   * good, labelled along it; with more, a triangle on the top edge (filled: libgpar, open: raw;
+   * the legend names the sizes), since labels would pile up. */
+  int lines = nm <= 2;
+  double used_x[64];
+  int nused = 0;
   for (int m = 0; m < nm; m++)
     for (int raw = 0; raw < 2; raw++) {
       int x = bench_crossover(&multi[m], raw);
       if (x <= 0) continue;
       double xx = px(&p1, x);
+      const char *c = colors[mk[m] % NCOLORS];
+      int twice = 0; /* markers already at this x */
+      for (int u = 0; u < nused; u++) twice += fabs(used_x[u] - xx) < 1;
+      if (nused < 64) used_x[nused++] = xx;
+      if (!lines) { /* inside the top edge, stacked downwards */
+        fprintf(f, "<path d=\"M%.1f,%.1f l-6,-10 h12 z\" fill=\"%s\" stroke=\"%s\" stroke-width=\"1.5\"/>\n",
+                xx, p1.y0 + 13 + 12 * twice, raw ? "#fff" : c, c);
+        continue;
+      }
       fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"1.5\" "
                  "stroke-dasharray=\"%s\"/>\n",
-              xx, p1.y0, xx, p1.y0 + p1.h, colors[mk[m] % NCOLORS], raw ? "1,3" : "5,3");
+              xx, p1.y0, xx, p1.y0 + p1.h, c, raw ? "1,3" : "5,3");
+      /* Its label along it, reading upwards from the bottom; the second label at one x goes on
+       * the other side. */
+      int right = (xx < p1.x0 + p1.w - 16) != (twice > 0);
+      snprintf(buf, sizeof buf, "%s pays from n=%d", raw ? "raw" : "libgpar", x);
+      fprintf(f, "<text transform=\"translate(%.1f,%.1f) rotate(-90)\" class=\"ref\" font-weight=\"bold\" "
+                 "fill=\"%s\" stroke=\"#fff\" stroke-width=\"3\" paint-order=\"stroke\">",
+              xx + (right ? 12 : -4), p1.y0 + p1.h - 6, c);
+      xml_text(f, buf);
+      fputs("</text>\n", f);
     }
   if (nm) {
     hline_label(f, &p1, 1, "#2ca02c", "ideal");
@@ -270,20 +293,6 @@ int bench_chart_svg(const char *path, const char *title, const bench_series *s, 
     }
     subtitle(f, &p1, "green: ideal = 1, N\xc3\x97 the work in the time of one; red: N = no gain, above it slower");
   }
-  for (int m = 0; m < nm; m++)
-    for (int raw = 0; raw < 2; raw++) {
-      int x = bench_crossover(&multi[m], raw);
-      if (x <= 0) continue;
-      double xx = px(&p1, x);
-      snprintf(buf, sizeof buf, "%s pays from n=%d", raw ? "raw" : "libgpar", x);
-      /* Along its line, reading upwards from the bottom, on the side with room. */
-      int right = xx < p1.x0 + p1.w - 16;
-      fprintf(f, "<text transform=\"translate(%.1f,%.1f) rotate(-90)\" class=\"ref\" font-weight=\"bold\" "
-                 "fill=\"%s\" stroke=\"#fff\" stroke-width=\"3\" paint-order=\"stroke\">",
-              xx + (right ? 12 : -4), p1.y0 + p1.h - 6, colors[mk[m] % NCOLORS]);
-      xml_text(f, buf);
-      fputs("</text>\n", f);
-    }
 
   /* Panel 2: per-op time, log. */
   panel p2 = {715, 120, 445, 290, xmin, xmax, 0, 0, 1};
@@ -340,7 +349,8 @@ int bench_chart_svg(const char *path, const char *title, const bench_series *s, 
   text(f, lx + 145, ly, "start", "class=\"leg\"", "raw vendor loop (cuBLAS, CLBlast, OpenBLAS)");
   static const char *const notes[] = {
       "1: below the red line, N devices finish N\xc3\x97 the work sooner than one device",
-      "   does 1\xc3\x97; the vertical lines mark where they pay (\xe2\x89\xa5 5% sooner) for good.",
+      "   does 1\xc3\x97; vertical lines (or \xe2\x96\xbc on top: filled libgpar, open raw) mark",
+      "   where they pay (\xe2\x89\xa5 5% sooner) from that size on.",
       "2: the raw loop's time is the floor; the gap is libgpar's cost per op.",
       "3: 1 = the copies run entirely while the GEMMs compute.",
       "Medians of repeated runs; each point is one size."};
