@@ -32,13 +32,14 @@ endif
 tools_gpar_bench_CPPFLAGS = $(AM_CPPFLAGS) -Itools $(OPENBLAS_CFLAGS) $(TOOLS_RAW_CPPFLAGS)
 tools_gpar_bench_LDADD = libgpar.la $(TOOLS_RAW_LIBS) $(OPENBLAS_LIBS) -lm
 
-# The commit that benchmark records carry: `git describe` of the source tree at build time, else
-# the .tarball-version that `make dist` writes, else "unknown". Rewritten only when it changes.
+# The commit that benchmark records carry: in a tarball the .tarball-version that `make dist`
+# wrote (first: a tarball may sit inside some other git tree), else `git describe` of the source
+# tree at build time, else "unknown". Rewritten only when it changes.
 nodist_tools_gpar_bench_SOURCES = tools/bench_git.h
 BUILT_SOURCES = tools/bench_git.h
 CLEANFILES += tools/bench_git.h
-GPAR_GIT_DESCRIBE = (cd $(srcdir) && git describe --always --dirty 2>/dev/null) || \
-	cat $(srcdir)/.tarball-version 2>/dev/null || echo unknown
+GPAR_GIT_DESCRIBE = cat $(srcdir)/.tarball-version 2>/dev/null || \
+	(cd $(srcdir) && git describe --always --dirty 2>/dev/null) || echo unknown
 tools/bench_git.h: FORCE
 	@$(MKDIR_P) tools; v=`$(GPAR_GIT_DESCRIBE)`; \
 	echo "#define GPAR_GIT_COMMIT \"$$v\"" > $@.tmp; \
@@ -46,7 +47,7 @@ tools/bench_git.h: FORCE
 FORCE:
 .PHONY: FORCE
 dist-hook:
-	v=`$(GPAR_GIT_DESCRIBE)`; echo "$$v" > $(distdir)/.tarball-version
+	@v=`$(GPAR_GIT_DESCRIBE)`; echo "$$v" > $(distdir)/.tarball-version
 
 # Man pages from --help and --version (help2man), shipped in the tarball so that a build without
 # help2man still installs them; they are regenerated when the tool's source changes (the built
