@@ -125,6 +125,12 @@ typedef struct gpar_device_info {
   int copy_engines;       /* asynchronous copy engines (0 when unknown) */
   int compute_units;      /* SMs or compute units */
   uint64_t peer_mask;     /* bit j set: direct copies to device j of the flat list (j < 64) */
+  /* Versions, for benchmark records ("" when unknown). driver_version: the vendor driver (CUDA:
+   * cudaDriverGetVersion as "13.0"; OpenCL: CL_DRIVER_VERSION). runtime_version: the runtime
+   * and BLAS the backend calls (e.g. "CUDA runtime 13.0, cuBLAS 13.0.2"; "CLBlast 1.5.3;
+   * OpenCL 3.0 PoCL ..." from the platform; the host's openblas_get_config()). */
+  char driver_version[64];
+  char runtime_version[128];
 } gpar_device_props;
 
 /* Number of devices in the flat list (host CPU included); negative status on error. */

@@ -16,7 +16,24 @@ typedef struct bench_opts {
   int size, iters, repeat;
   int tf32, pageable, raw, quiet;
   const char *json_path, *trace_path, *svg_path;
+  int all_backends;      /* --all-backends: open every backend, benchmark --backend's */
+  const char *sizes;     /* sweep --sizes 64,128,... */
+  const char *label;     /* sweep --label: the series name in charts and reports */
+  const char *outdir;    /* report --outdir: where the charts go */
+  int nfiles;            /* report: the JSON files */
+  char **files;
+  int argc;              /* the command line, for the records */
+  char **argv;
 } bench_opts;
+
+/* One size of a sweep: what the chart and the table show (NAN: not measured). */
+typedef struct bench_point {
+  int n, iters, ndev;
+  double op_us, op_raw_us;       /* one GEMM alone on the first device, microseconds */
+  double md_ratio, md_raw_ratio; /* multi-device: all at once / max(alone); 1 ideal, ndev no gain */
+  double md_speedup;             /* sum(alone) / all */
+  double co_ratio, co_raw_ratio; /* copy-overlap: run + copy / (max(run, copy) + one chunk) */
+} bench_point;
 
 /* Up to this many devices take part in one run. */
 #define BENCH_MAX_DEV 64
@@ -41,6 +58,11 @@ typedef struct bench_ctx {
   int json_first;                /* no member written yet at the current nesting level */
   double t_init;                 /* bench_now() just before gpar_init (the trace's time 0) */
   double svg_from, svg_to;       /* seconds since t_init the SVG shows (0, 0: everything) */
+  FILE *out;                     /* where the subcommands print their results (stdout) */
+  bench_point *pt;               /* sweep: the experiments also fill this */
+  char date[32];                 /* start time, UTC, ISO 8601 */
+  gpar_device_props *seen;       /* every device of every engine opened (bench_meta_collect) */
+  int nseen;
 } bench_ctx;
 
 /* Median, min and max of `count` timings. */
@@ -69,6 +91,25 @@ void bench_json_str(bench_ctx *ctx, const char *key, const char *v);
 void bench_json_stat(bench_ctx *ctx, const char *key, bench_stat s, const double *runs);
 void bench_json_begin(bench_ctx *ctx, const char *key); /* nested object */
 void bench_json_end(bench_ctx *ctx);
+void bench_json_array_begin(bench_ctx *ctx, const char *key); /* array; elements follow */
+void bench_json_array_end(bench_ctx *ctx);
+void bench_json_elem_begin(bench_ctx *ctx); /* an object element of the current array */
+/* Low-level writers shared with the metadata block. */
+void bench_json_string(FILE *f, const char *s);
+void bench_json_number(FILE *f, double v);
+/* The file: {"subcommand":..., "meta":{...}, <body>} where body is the text of more members.
+ * Returns 0, or -1 after printing why. */
+int bench_json_write(bench_ctx *ctx, const char *path, const char *body);
+
+/* Provenance that every JSON record carries (bench_meta.c). */
+/* Remember every device of eng (call once per engine, while it is open). */
+void bench_meta_collect(bench_ctx *ctx, gpar_engine *eng);
+/* Write the "meta" object's value: versions, devices, date, command. */
+void bench_meta_write(bench_ctx *ctx, FILE *f);
+/* One device as a JSON object. */
+void bench_meta_device(FILE *f, const gpar_device_props *p, int flat);
+/* "libgpar 0.1.0 (commit abc1234)" */
+const char *bench_version_string(void);
 
 /* The raw loop for this backend: gpar_raw_cuda / gpar_raw_opencl (NULL when not built), or the
  * tool's own OpenBLAS loop for host (GPAR_RAW_GEMM only). *what names the vendor path. */
@@ -88,6 +129,37 @@ int bench_multi_device(bench_ctx *ctx);
 int bench_copy_overlap(bench_ctx *ctx);
 int bench_gemm(bench_ctx *ctx);
 int bench_overhead(bench_ctx *ctx);
+int bench_sweep(bench_ctx *ctx);  /* bench_sweep.c: opens its own engines */
+int bench_report(bench_ctx *ctx); /* bench_report.c (jansson) */
+
+/* What main and the sweep share: open an engine for ctx->o (backend mask, trace), select the
+ * devices of ctx->o.backend (all of them when all_devices, else the first) or of `type` (-1:
+ * the default preference for GPUs). Returns GPAR_OK or a status after printing why. */
+int bench_open(bench_ctx *ctx, const char *trace);
+int bench_select_devices(bench_ctx *ctx, int all_devices, int type);
+/* Backend names and ids: "host" <-> GPAR_BACKEND_HOST etc.; 0 / "?" when unknown. */
+int bench_backend_id(const char *name);
+const char *bench_backend_name(int id);
+
+/* Time k back-to-back GEMMs of size ctx->n on the first selected device (after one warm-up);
+ * for the sweep's iteration count. */
+int bench_time_gemm(bench_ctx *ctx, int k, double *sec);
+
+/* The sweep chart (bench_chart.c): one series per run (backend, machine). */
+typedef struct bench_series {
+  char label[160];   /* e.g. "opencl: 2 x pthread-skylake (PoCL)" */
+  int ndev;          /* devices in the multi-device run */
+  int npt;
+  bench_point *pt;
+} bench_series;
+/* N devices "pay" when they do N devices' work in at least 5% less time than one device does it
+ * (all/max(alone) <= ndev / BENCH_PAYS). */
+#define BENCH_PAYS 1.05
+/* The smallest measured size from which every larger one pays, or 0 when the last point does
+ * not (or there is one device); raw picks the raw loop's ratio. */
+int bench_crossover(const bench_series *s, int raw);
+/* Write the SVG. Returns 0, or -1 after printing why. */
+int bench_chart_svg(const char *path, const char *title, const bench_series *s, int ns);
 
 /* Read a Chrome trace-event JSON (one event per line) and write an SVG timeline.
  * Returns 0, or -1 after printing why on stderr. */

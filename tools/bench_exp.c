@@ -59,6 +59,24 @@ static void release(gpar_buffer *b) {
   b->id = 0;
 }
 
+int bench_time_gemm(bench_ctx *ctx, int k, double *sec) {
+  gpar_buffer A = {0}, B = {0}, C = {0};
+  int st = make_inputs(ctx, ctx->flat[0], &A, &B);
+  if (st == GPAR_OK) st = gpar_buffer_create(ctx->eng, ctx->flat[0], (size_t)ctx->n * ctx->n * sizeof(float), &C);
+  if (st == GPAR_OK) st = sgemm(ctx->n, A, B, C); /* warm-up: kernels, handles, clocks */
+  if (st == GPAR_OK) st = gpar_wait_all(ctx->eng);
+  double t0 = bench_now();
+  for (int i = 0; i < k && st == GPAR_OK; i++) st = sgemm(ctx->n, A, B, C);
+  if (st == GPAR_OK) st = gpar_wait_all(ctx->eng);
+  *sec = bench_now() - t0;
+  if (st != GPAR_OK) bench_fail("calibration GEMMs", st);
+  gpar_wait_all(ctx->eng);
+  release(&A);
+  release(&B);
+  release(&C);
+  return st;
+}
+
 /* ------------------------------------------------------------------ multi-device */
 
 /* iters GEMMs into C on each device of devs (i-major), one wait. */
@@ -120,28 +138,34 @@ int bench_multi_device(bench_ctx *ctx) {
   bench_json_begin(ctx, "alone");
   for (int d = 0; d < N; d++) {
     s_alone[d] = bench_stats(&alone[d * R], R);
-    printf("%s time: %s\n", ctx->label[d], bench_fmt_stat(buf, sizeof buf, s_alone[d]));
+    fprintf(ctx->out, "%s time: %s\n", ctx->label[d], bench_fmt_stat(buf, sizeof buf, s_alone[d]));
     bench_json_stat(ctx, ctx->label[d], s_alone[d], &alone[d * R]);
     sum += s_alone[d].med;
     if (s_alone[d].med > mx) mx = s_alone[d].med;
   }
   bench_json_end(ctx);
   join_labels(ctx, names, sizeof names);
-  printf("%s%s: %s\n", names, N == 1 ? " (all devices, single wait)" : "",
+  fprintf(ctx->out, "%s%s: %s\n", names, N == 1 ? " (all devices, single wait)" : "",
          bench_fmt_stat(buf, sizeof buf, s_all));
   bench_json_stat(ctx, "all", s_all, all);
   double speedup = sum / s_all.med, ratio = s_all.med / mx, frac = sum / (N * s_all.med);
-  printf("speedup: %.3fx = sum(alone) / all (ideal %d)\n", speedup, N);
-  printf("fraction of %d-fold: %.3f = sum(alone) / (%d x all) (ideal 1.000)\n", N, frac, N);
-  printf("all / max(alone): %.3f (ideal 1.000)\n", ratio);
+  fprintf(ctx->out, "speedup: %.3fx = sum(alone) / all (ideal %d)\n", speedup, N);
+  fprintf(ctx->out, "fraction of %d-fold: %.3f = sum(alone) / (%d x all) (ideal 1.000)\n", N, frac, N);
+  fprintf(ctx->out, "all / max(alone): %.3f (ideal 1.000)\n", ratio);
   char rate[32];
-  printf("per GEMM: %.1f us alone on %s; %s per device all at once\n",
+  fprintf(ctx->out, "per GEMM: %.1f us alone on %s; %s per device all at once\n",
          s_alone[0].med / iters * 1e6, ctx->label[0],
          bench_fmt_rate(rate, sizeof rate, 2.0 * n * n * (double)n * iters, s_all.med));
   bench_json_num(ctx, "speedup", speedup);
   bench_json_num(ctx, "fraction_of_nfold", frac);
   bench_json_num(ctx, "all_over_max_alone", ratio);
   bench_json_num(ctx, "tflops_per_device_all", tflops(n, iters, s_all.med));
+  if (ctx->pt) {
+    ctx->pt->ndev = N;
+    ctx->pt->op_us = s_alone[0].med / iters * 1e6;
+    ctx->pt->md_ratio = ratio;
+    ctx->pt->md_speedup = speedup;
+  }
 
   if (ctx->o.raw) {
     const char *what;
@@ -163,16 +187,16 @@ int bench_multi_device(bench_ctx *ctx) {
         ok = raw(&c, &rall[r]) == 0;
       }
       if (!ok) {
-        printf("%s: failed (see stderr)\n", what);
+        fprintf(ctx->out, "%s: failed (see stderr)\n", what);
         bench_json_str(ctx, "raw", "failed");
       } else {
-        printf("%s, same loop, one thread:\n", what);
+        fprintf(ctx->out, "%s, same loop, one thread:\n", what);
         bench_json_begin(ctx, "raw");
         bench_json_str(ctx, "what", what);
         double rmx = 0;
         for (int d = 0; d < N; d++) {
           bench_stat s = bench_stats(&ralone[d * R], R);
-          printf("raw %s time: %s   libgpar/raw %.3f\n", ctx->label[d],
+          fprintf(ctx->out, "raw %s time: %s   libgpar/raw %.3f\n", ctx->label[d],
                  bench_fmt_stat(buf, sizeof buf, s), s_alone[d].med / s.med);
           char key[40];
           snprintf(key, sizeof key, "alone_%s", ctx->label[d]);
@@ -180,15 +204,17 @@ int bench_multi_device(bench_ctx *ctx) {
           snprintf(key, sizeof key, "libgpar_over_raw_%s", ctx->label[d]);
           bench_json_num(ctx, key, s_alone[d].med / s.med);
           if (s.med > rmx) rmx = s.med;
+          if (d == 0 && ctx->pt) ctx->pt->op_raw_us = s.med / iters * 1e6;
         }
         bench_stat s = bench_stats(rall, R);
-        printf("raw %s: %s   libgpar/raw %.3f\n", names, bench_fmt_stat(buf, sizeof buf, s),
+        fprintf(ctx->out, "raw %s: %s   libgpar/raw %.3f\n", names, bench_fmt_stat(buf, sizeof buf, s),
                s_all.med / s.med);
-        printf("raw all / max(alone): %.3f\n", s.med / rmx);
+        fprintf(ctx->out, "raw all / max(alone): %.3f\n", s.med / rmx);
         bench_json_stat(ctx, "all", s, rall);
         bench_json_num(ctx, "libgpar_over_raw_all", s_all.med / s.med);
         bench_json_num(ctx, "all_over_max_alone", s.med / rmx);
         bench_json_end(ctx);
+        if (ctx->pt) ctx->pt->md_raw_ratio = s.med / rmx;
       }
       free(ralone);
       free(rall);
@@ -328,14 +354,14 @@ int bench_copy_overlap(bench_ctx *ctx) {
   join_labels(ctx, names, sizeof names);
   bench_stat run = bench_stats(&t[0], R), copy = bench_stats(&t[R], R), both = bench_stats(&t[2 * R], R);
   double chunk = copy.med / iters, ideal = (run.med > copy.med ? run.med : copy.med) + chunk;
-  printf("Run on %s: %s\n", names, bench_fmt_stat(buf, sizeof buf, run));
-  printf("Copy to CPU%s: %s\n", ctx->o.pageable ? " (pageable, gpar_read)" : "",
+  fprintf(ctx->out, "Run on %s: %s\n", names, bench_fmt_stat(buf, sizeof buf, run));
+  fprintf(ctx->out, "Copy to CPU%s: %s\n", ctx->o.pageable ? " (pageable, gpar_read)" : "",
          bench_fmt_stat(buf, sizeof buf, copy));
-  printf("Run on %s and copy to CPU: %s\n", names, bench_fmt_stat(buf, sizeof buf, both));
-  printf("ideal = max(run, copy) + one chunk (copy / %d): %.4f sec; serial run + copy: %.4f sec\n",
+  fprintf(ctx->out, "Run on %s and copy to CPU: %s\n", names, bench_fmt_stat(buf, sizeof buf, both));
+  fprintf(ctx->out, "ideal = max(run, copy) + one chunk (copy / %d): %.4f sec; serial run + copy: %.4f sec\n",
          iters, ideal, run.med + copy.med);
-  printf("ratio to ideal: %.3f (1.000 = full overlap)\n", both.med / ideal);
-  printf("copy bandwidth: %.2f GB/s%s\n", (double)bytes * iters * N / copy.med * 1e-9,
+  fprintf(ctx->out, "ratio to ideal: %.3f (1.000 = full overlap)\n", both.med / ideal);
+  fprintf(ctx->out, "copy bandwidth: %.2f GB/s%s\n", (double)bytes * iters * N / copy.med * 1e-9,
          N > 1 ? " (all devices)" : "");
   bench_json_str(ctx, "host_memory", ctx->o.pageable ? "pageable" : "pinned");
   bench_json_stat(ctx, "run", run, &t[0]);
@@ -344,6 +370,7 @@ int bench_copy_overlap(bench_ctx *ctx) {
   bench_json_num(ctx, "ideal", ideal);
   bench_json_num(ctx, "ratio_to_ideal", both.med / ideal);
   bench_json_num(ctx, "copy_gbps", (double)bytes * iters * N / copy.med * 1e-9);
+  if (ctx->pt) ctx->pt->co_ratio = both.med / ideal;
 
   if (ctx->o.raw) {
     const char *what;
@@ -362,17 +389,17 @@ int bench_copy_overlap(bench_ctx *ctx) {
           ok = raw(&c, &rt[p * R + r]) == 0;
         }
       if (!ok) {
-        printf("%s: failed (see stderr)\n", what);
+        fprintf(ctx->out, "%s: failed (see stderr)\n", what);
         bench_json_str(ctx, "raw", "failed");
       } else {
         bench_stat rs[3];
         const bench_stat *ls[3] = {&run, &copy, &both};
-        printf("%s, same loop, one thread, pinned host memory:\n", what);
+        fprintf(ctx->out, "%s, same loop, one thread, pinned host memory:\n", what);
         bench_json_begin(ctx, "raw");
         bench_json_str(ctx, "what", what);
         for (int p = 0; p < 3; p++) {
           rs[p] = bench_stats(&rt[p * R], R);
-          printf("raw %s: %s   libgpar/raw %.3f\n", phase_name[p],
+          fprintf(ctx->out, "raw %s: %s   libgpar/raw %.3f\n", phase_name[p],
                  bench_fmt_stat(buf, sizeof buf, rs[p]), ls[p]->med / rs[p].med);
           bench_json_stat(ctx, keys[p], rs[p], &rt[p * R]);
           char key[48];
@@ -380,9 +407,10 @@ int bench_copy_overlap(bench_ctx *ctx) {
           bench_json_num(ctx, key, ls[p]->med / rs[p].med);
         }
         double rideal = (rs[0].med > rs[1].med ? rs[0].med : rs[1].med) + rs[1].med / iters;
-        printf("raw ratio to ideal: %.3f\n", rs[2].med / rideal);
+        fprintf(ctx->out, "raw ratio to ideal: %.3f\n", rs[2].med / rideal);
         bench_json_num(ctx, "ratio_to_ideal", rs[2].med / rideal);
         bench_json_end(ctx);
+        if (ctx->pt) ctx->pt->co_raw_ratio = rs[2].med / rideal;
       }
       free(rt);
     }

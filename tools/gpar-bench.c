@@ -73,7 +73,7 @@ int bench_fail(const char *what, int st) {
 
 /* ---- JSON ---- */
 
-static void json_string(FILE *f, const char *s) {
+void bench_json_string(FILE *f, const char *s) {
   fputc('"', f);
   for (; s && *s; s++) {
     unsigned char c = (unsigned char)*s;
@@ -87,7 +87,7 @@ static void json_string(FILE *f, const char *s) {
   fputc('"', f);
 }
 
-static void json_number(FILE *f, double v) {
+void bench_json_number(FILE *f, double v) {
   if (v != v || v > 1e300 || v < -1e300)
     fprintf(f, "null");
   else
@@ -97,35 +97,36 @@ static void json_number(FILE *f, double v) {
 static void json_key(bench_ctx *ctx, const char *key) {
   if (!ctx->json_first) fputc(',', ctx->json);
   ctx->json_first = 0;
-  json_string(ctx->json, key);
+  if (!key) return; /* an array element */
+  bench_json_string(ctx->json, key);
   fputc(':', ctx->json);
 }
 
 void bench_json_num(bench_ctx *ctx, const char *key, double v) {
   if (!ctx->json) return;
   json_key(ctx, key);
-  json_number(ctx->json, v);
+  bench_json_number(ctx->json, v);
 }
 
 void bench_json_str(bench_ctx *ctx, const char *key, const char *v) {
   if (!ctx->json) return;
   json_key(ctx, key);
-  json_string(ctx->json, v);
+  bench_json_string(ctx->json, v);
 }
 
 void bench_json_stat(bench_ctx *ctx, const char *key, bench_stat s, const double *runs) {
   if (!ctx->json) return;
   json_key(ctx, key);
   fprintf(ctx->json, "{\"median\":");
-  json_number(ctx->json, s.med);
+  bench_json_number(ctx->json, s.med);
   fprintf(ctx->json, ",\"min\":");
-  json_number(ctx->json, s.min);
+  bench_json_number(ctx->json, s.min);
   fprintf(ctx->json, ",\"max\":");
-  json_number(ctx->json, s.max);
+  bench_json_number(ctx->json, s.max);
   fprintf(ctx->json, ",\"runs\":[");
   for (int i = 0; runs && i < s.count; i++) {
     if (i) fputc(',', ctx->json);
-    json_number(ctx->json, runs[i]);
+    bench_json_number(ctx->json, runs[i]);
   }
   fprintf(ctx->json, "]}");
 }
@@ -143,39 +144,82 @@ void bench_json_end(bench_ctx *ctx) {
   ctx->json_first = 0;
 }
 
+void bench_json_array_begin(bench_ctx *ctx, const char *key) {
+  if (!ctx->json) return;
+  json_key(ctx, key);
+  fputc('[', ctx->json);
+  ctx->json_first = 1;
+}
+
+void bench_json_array_end(bench_ctx *ctx) {
+  if (!ctx->json) return;
+  fputc(']', ctx->json);
+  ctx->json_first = 0;
+}
+
+void bench_json_elem_begin(bench_ctx *ctx) {
+  if (!ctx->json) return;
+  json_key(ctx, NULL);
+  fputc('{', ctx->json);
+  ctx->json_first = 1;
+}
+
+int bench_json_write(bench_ctx *ctx, const char *path, const char *body) {
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    fprintf(stderr, "gpar-bench: %s: %s\n", path, strerror(errno));
+    return -1;
+  }
+  fprintf(f, "{\"subcommand\":");
+  bench_json_string(f, ctx->o.subcommand);
+  fprintf(f, ",\"meta\":");
+  bench_meta_write(ctx, f);
+  fprintf(f, ",%s}\n", body);
+  int bad = ferror(f);
+  if (fclose(f) != 0 || bad) {
+    fprintf(stderr, "gpar-bench: writing %s failed\n", path);
+    return -1;
+  }
+  return 0;
+}
+
+/* A single run's record: the selection, the sizes, then the subcommand's results. */
 static int json_write_file(bench_ctx *ctx) {
   if (!ctx->json) return 0;
   fclose(ctx->json);
   ctx->json = NULL;
-  FILE *f = fopen(ctx->o.json_path, "w");
+  char *body = NULL;
+  size_t blen = 0;
+  FILE *f = open_memstream(&body, &blen);
   if (!f) {
-    fprintf(stderr, "gpar-bench: %s: %s\n", ctx->o.json_path, strerror(errno));
+    fprintf(stderr, "gpar-bench: open_memstream: %s\n", strerror(errno));
     return -1;
   }
-  fprintf(f, "{\"subcommand\":");
-  json_string(f, ctx->o.subcommand);
-  fprintf(f, ",\"backend\":");
-  json_string(f, ctx->backend);
+  fprintf(f, "\"backend\":");
+  bench_json_string(f, ctx->backend);
   fprintf(f, ",\"devices\":[");
   for (int d = 0; d < ctx->ndev; d++) {
     if (d) fputc(',', f);
-    json_string(f, ctx->info[d].name);
+    bench_json_string(f, ctx->info[d].name);
   }
   fprintf(f, "],\"device_indices\":[");
   for (int d = 0; d < ctx->ndev; d++) fprintf(f, "%s%d", d ? "," : "", ctx->flat[d]);
   fprintf(f, "],\"backend_indices\":[");
   for (int d = 0; d < ctx->ndev; d++) fprintf(f, "%s%d", d ? "," : "", ctx->local[d]);
+  fprintf(f, "],\"device_info\":[");
+  for (int d = 0; d < ctx->ndev; d++) {
+    if (d) fputc(',', f);
+    bench_meta_device(f, &ctx->info[d], ctx->flat[d]);
+  }
   fprintf(f, "],\"size\":%d,\"iters\":%d,\"repeat\":%d,\"tf32\":%s,\"pageable\":%s,\"raw\":%s,"
-             "\"results\":{%.*s}}\n",
+             "\"results\":{%.*s}",
           ctx->n, ctx->iters, ctx->repeat, ctx->o.tf32 ? "true" : "false",
           ctx->o.pageable ? "true" : "false", ctx->o.raw ? "true" : "false",
           (int)ctx->json_len, ctx->json_buf ? ctx->json_buf : "");
-  int bad = ferror(f);
-  if (fclose(f) != 0 || bad) {
-    fprintf(stderr, "gpar-bench: writing %s failed\n", ctx->o.json_path);
-    return -1;
-  }
-  return 0;
+  fclose(f);
+  int rc = body ? bench_json_write(ctx, ctx->o.json_path, body) : -1;
+  free(body);
+  return rc;
 }
 
 /* ---- helpers shared by the subcommands ---- */
@@ -209,14 +253,14 @@ int bench_check(bench_ctx *ctx, const char *what, const float *v, size_t count, 
 
 /* ---- device selection ---- */
 
-static int backend_id_of(const char *name) {
+int bench_backend_id(const char *name) {
   if (!strcmp(name, "host")) return GPAR_BACKEND_HOST;
   if (!strcmp(name, "cuda")) return GPAR_BACKEND_CUDA;
   if (!strcmp(name, "opencl")) return GPAR_BACKEND_OPENCL;
   return 0;
 }
 
-static const char *backend_name_of(int id) {
+const char *bench_backend_name(int id) {
   switch (id) {
   case GPAR_BACKEND_HOST: return "host";
   case GPAR_BACKEND_CUDA: return "cuda";
@@ -234,7 +278,7 @@ static long parse_int(const char *s, long lo, long hi) {
   return (long)v;
 }
 
-static int select_devices(bench_ctx *ctx, int default_count_all) {
+int bench_select_devices(bench_ctx *ctx, int default_count_all, int type) {
   int total = gpar_device_count(ctx->eng);
   if (total < 0) return bench_fail("gpar_device_count", total);
   gpar_device_props *all = calloc((size_t)total + 1, sizeof *all);
@@ -249,7 +293,7 @@ static int select_devices(bench_ctx *ctx, int default_count_all) {
 
   int be = 0;
   if (ctx->o.backend) {
-    be = backend_id_of(ctx->o.backend);
+    be = bench_backend_id(ctx->o.backend);
     if (!be) {
       fprintf(stderr, "gpar-bench: unknown backend '%s' (host, cuda or opencl)\n", ctx->o.backend);
       free(all);
@@ -263,7 +307,7 @@ static int select_devices(bench_ctx *ctx, int default_count_all) {
     if (!be) be = GPAR_BACKEND_HOST;
   }
   ctx->backend_id = be;
-  ctx->backend = backend_name_of(be);
+  ctx->backend = bench_backend_name(be);
 
   /* Devices of that backend in backend-local order. */
   int cand[BENCH_MAX_DEV], ncand = 0;
@@ -287,7 +331,13 @@ static int select_devices(bench_ctx *ctx, int default_count_all) {
    * taken as its GPUs only: timing a GPU next to a CPU device tells nothing. */
   int pref[BENCH_MAX_DEV], npref = 0;
   for (int i = 0; i < ncand; i++)
-    if (all[cand[i]].type == GPAR_DEVICE_GPU) pref[npref++] = cand[i];
+    if (all[cand[i]].type == (type >= 0 ? (gpar_device_type)type : GPAR_DEVICE_GPU)) pref[npref++] = cand[i];
+  if (npref == 0 && type >= 0) {
+    fprintf(stderr, "gpar-bench: backend %s has no %s device\n", ctx->backend,
+            type == GPAR_DEVICE_GPU ? "GPU" : "CPU");
+    free(all);
+    return GPAR_ENODEV;
+  }
   if (npref == 0) {
     memcpy(pref, cand, sizeof(int) * (size_t)ncand);
     npref = ncand;
@@ -377,18 +427,43 @@ bench_raw_fn bench_raw_lookup(bench_ctx *ctx, int mode, const char **what) {
 
 void bench_raw_missing(bench_ctx *ctx, int mode) {
   if (ctx->backend_id == GPAR_BACKEND_HOST && mode != GPAR_RAW_GEMM)
-    printf("raw baseline not available for backend host in this subcommand (GEMM only)\n");
+    fprintf(ctx->out, "raw baseline not available for backend host in this subcommand (GEMM only)\n");
   else
-    printf("raw baseline not built for backend %s\n", ctx->backend);
+    fprintf(ctx->out, "raw baseline not built for backend %s\n", ctx->backend);
   bench_json_str(ctx, "raw", "not built");
+}
+
+/* ---- engine ---- */
+
+int bench_open(bench_ctx *ctx, const char *trace) {
+  gpar_config cfg;
+  gpar_config_init(&cfg);
+  cfg.tf32 = ctx->o.tf32;
+  cfg.trace_path = trace;
+  /* With --backend, open only that backend (and the host): GPAR_HOST memory is then pinned by
+   * the backend under test. NVIDIA's OpenCL treats CUDA-pinned memory as pageable (13 GB/s
+   * instead of 55 GB/s for D2H copies, measured on H200). --all-backends opens every one. */
+  if (ctx->o.backend && bench_backend_id(ctx->o.backend) > 0 && !ctx->o.all_backends)
+    cfg.backends = GPAR_BACKEND_HOST | bench_backend_id(ctx->o.backend);
+  ctx->t_init = bench_now();
+  int st = gpar_init(&ctx->eng, &cfg);
+  if (st != GPAR_OK) return bench_fail("gpar_init", st);
+  ctx->host_dev = GPAR_HOST;
+  int hd = gpar_device_find(ctx->eng, GPAR_BACKEND_HOST, -1, 0);
+  if (hd >= 0) ctx->host_dev = hd;
+  bench_meta_collect(ctx, ctx->eng);
+  return GPAR_OK;
 }
 
 /* ---- main ---- */
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: gpar-bench SUBCOMMAND [options]\n"
-          "subcommands:\n"
+          "Usage: gpar-bench SUBCOMMAND [OPTION]...\n"
+          "Benchmarks libgpar (the D2L \"Automatic Parallelism\" experiments, size sweeps, the\n"
+          "engine's own costs) next to the raw vendor loop, and merges results into reports.\n"
+          "\n"
+          "Subcommands:\n"
           "  multi-device  D2L experiment 1: ITERS SGEMMs of SIZE^3 per device, each device alone,\n"
           "                then all at once with a single wait (speedup, ratio to N-fold)\n"
           "  copy-overlap  D2L experiment 2: ITERS SGEMMs, each result copied to host memory;\n"
@@ -397,33 +472,71 @@ static void usage(FILE *f) {
           "                OpenBLAS) on the same shape\n"
           "  overhead      engine cost per op on empty host ops (none, independent, chain, fan-in)\n"
           "                next to a direct call and a thread hand-off; --iters = ops (1e6)\n"
-          "options:\n"
+          "  sweep         multi-device and copy-overlap (with the raw loop) over a range of sizes,\n"
+          "                on one backend (--backend) or on every device group of every backend;\n"
+          "                prints a table, writes --json and an SVG chart (--svg)\n"
+          "  report        report A.json B.json ...: merges sweep records (backends, machines)\n"
+          "                into Markdown on stdout, with SVG charts in --outdir\n"
+          "\n"
+          "Options:\n"
           "  --backend B      host, cuda or opencl (default: first backend with a GPU, else\n"
-          "                   opencl when present, else host)\n"
+          "                   opencl when present, else host; sweep: every backend)\n"
+          "  --all-backends   open every backend while benchmarking the one --backend names\n"
+          "                   (default: only that one and the host)\n"
           "  --devices N|L    the first N devices of that backend (its GPUs when it has any),\n"
           "                   or a list of backend-local indices such as 0,1 (one index: '1,');\n"
-          "                   default: all for multi-device, the first for copy-overlap, gemm\n"
+          "                   default: all for multi-device and sweep, the first for\n"
+          "                   copy-overlap and gemm\n"
           "  --size N         matrix size (GPU: 4000; CPU devices, host or PoCL: 512)\n"
-          "  --iters N        GEMMs per device (GPU: 50; CPU: 10)\n"
-          "  --repeat R       timed runs; print the median with min and max (default 1)\n"
+          "  --sizes L        sweep: sizes such as 64,128,256 (GPU: 64 to 4096 doubling; CPU\n"
+          "                   devices: 32 to 1024)\n"
+          "  --iters N        GEMMs per device (GPU: 50; CPU: 10; sweep: scaled so that each\n"
+          "                   timed phase takes about 50 ms)\n"
+          "  --repeat R       timed runs; print the median with min and max (default 1; sweep 3)\n"
           "  --tf32           allow TF32 tensor-core math (cfg.tf32)\n"
           "  --pageable       copy-overlap: gpar_read into malloc memory, not GPAR_HOST buffers;\n"
           "                   gpar_read blocks, so run + copy submits every GEMM first, then\n"
           "                   reads the results in order while later GEMMs still run\n"
-          "  --raw            also time the same loop through the raw vendor API (tools/raw.h)\n"
-          "  --json FILE      machine-readable results\n"
+          "  --raw            also time the same loop through the raw vendor API (tools/raw.h);\n"
+          "                   sweep always does\n"
+          "  --json FILE      machine-readable results with the versions, devices, date and\n"
+          "                   command line\n"
           "  --trace FILE     Chrome trace-event JSON of every op (Perfetto, chrome://tracing)\n"
-          "  --svg FILE       self-contained SVG timeline of the trace\n"
-          "  --quiet          no progress on stderr\n");
+          "  --svg FILE       self-contained SVG: the timeline of the trace; sweep: the chart\n"
+          "  --label TEXT     sweep: the series name in tables, charts and reports\n"
+          "  --outdir DIR     report: where the SVG charts go (default .); put the Markdown\n"
+          "                   there too, the charts are linked by file name\n"
+          "  -q, --quiet      no progress on stderr\n"
+          "  -h, --help       show this help and exit\n"
+          "  -V, --version    show the version and exit\n"
+          "\n"
+          "Environment:\n"
+          "  GPAR_BACKENDS    host,cuda,opencl: the backends gpar_init probes\n"
+          "  POCL_DEVICES     \"pthread pthread\" gives PoCL two CPU devices\n"
+          "\n"
+          "Examples:\n"
+          "  gpar-bench multi-device --backend cuda --raw --repeat 5\n"
+          "\n"
+          "  POCL_DEVICES=\"pthread pthread\" gpar-bench sweep --backend opencl --json ocl.json --svg ocl.svg\n"
+          "\n"
+          "  gpar-bench report cuda.json ocl.json --outdir out > out/report.md\n");
 }
 
 int main(int argc, char **argv) {
   bench_ctx ctx;
   memset(&ctx, 0, sizeof ctx);
   ctx.host_dev = GPAR_HOST;
+  ctx.out = stdout;
+  /* The command as typed, for the records (getopt_long permutes argv). */
+  char *argv_copy[argc + 1];
+  memcpy(argv_copy, argv, sizeof(char *) * (size_t)(argc + 1));
+  ctx.o.argc = argc;
+  ctx.o.argv = argv_copy;
+  time_t now = time(NULL);
+  strftime(ctx.date, sizeof ctx.date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
 
   enum { O_BACKEND = 256, O_DEVICES, O_SIZE, O_ITERS, O_REPEAT, O_TF32, O_PAGEABLE, O_RAW,
-         O_JSON, O_TRACE, O_SVG, O_QUIET };
+         O_JSON, O_TRACE, O_SVG, O_QUIET, O_ALLBE, O_SIZES, O_LABEL, O_OUTDIR };
   static const struct option longopts[] = {
       {"backend", required_argument, 0, O_BACKEND}, {"devices", required_argument, 0, O_DEVICES},
       {"size", required_argument, 0, O_SIZE},       {"iters", required_argument, 0, O_ITERS},
@@ -431,10 +544,13 @@ int main(int argc, char **argv) {
       {"pageable", no_argument, 0, O_PAGEABLE},     {"raw", no_argument, 0, O_RAW},
       {"json", required_argument, 0, O_JSON},       {"trace", required_argument, 0, O_TRACE},
       {"svg", required_argument, 0, O_SVG},         {"quiet", no_argument, 0, O_QUIET},
-      {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
+      {"all-backends", no_argument, 0, O_ALLBE},    {"sizes", required_argument, 0, O_SIZES},
+      {"label", required_argument, 0, O_LABEL},     {"outdir", required_argument, 0, O_OUTDIR},
+      {"help", no_argument, 0, 'h'},                {"version", no_argument, 0, 'V'},
+      {0, 0, 0, 0}};
   int c;
   long v;
-  while ((c = getopt_long(argc, argv, "hq", longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "hqV", longopts, NULL)) != -1) {
     switch (c) {
     case O_BACKEND: ctx.o.backend = optarg; break;
     case O_DEVICES: ctx.o.devices = optarg; break;
@@ -456,17 +572,34 @@ int main(int argc, char **argv) {
     case O_JSON: ctx.o.json_path = optarg; break;
     case O_TRACE: ctx.o.trace_path = optarg; break;
     case O_SVG: ctx.o.svg_path = optarg; break;
+    case O_ALLBE: ctx.o.all_backends = 1; break;
+    case O_SIZES: ctx.o.sizes = optarg; break;
+    case O_LABEL: ctx.o.label = optarg; break;
+    case O_OUTDIR: ctx.o.outdir = optarg; break;
     case 'q':
     case O_QUIET: ctx.o.quiet = 1; break;
     case 'h': usage(stdout); return 0;
+    case 'V':
+      printf("gpar-bench (libgpar) %s\ncommit %s\n", PACKAGE_VERSION, bench_version_string());
+      return 0;
     default: usage(stderr); return 2;
     }
+  }
+  if (optind < argc && !strcmp(argv[optind], "report")) {
+    ctx.o.subcommand = "report";
+    ctx.o.files = argv + optind + 1;
+    ctx.o.nfiles = argc - optind - 1;
+    return bench_report(&ctx); /* reads argv[optind + 1 ...] */
   }
   if (optind != argc - 1) {
     usage(stderr);
     return 2;
   }
   ctx.o.subcommand = argv[optind];
+  if (ctx.o.backend && !bench_backend_id(ctx.o.backend)) {
+    fprintf(stderr, "gpar-bench: unknown backend '%s' (host, cuda or opencl)\n", ctx.o.backend);
+    return 2;
+  }
   int (*run)(bench_ctx *) = NULL;
   int all_devices = 0;
   if (!strcmp(ctx.o.subcommand, "multi-device")) {
@@ -479,6 +612,10 @@ int main(int argc, char **argv) {
     ctx.o.raw = 1; /* gemm always times the vendor call next to libgpar */
   } else if (!strcmp(ctx.o.subcommand, "overhead")) {
     run = bench_overhead;
+  } else if (!strcmp(ctx.o.subcommand, "sweep")) {
+    int rc = bench_sweep(&ctx);
+    free(ctx.seen);
+    return rc;
   } else {
     fprintf(stderr, "gpar-bench: unknown subcommand '%s'\n", ctx.o.subcommand);
     usage(stderr);
@@ -499,23 +636,12 @@ int main(int argc, char **argv) {
     trace = tmp_trace;
   }
 
-  gpar_config cfg;
-  gpar_config_init(&cfg);
-  cfg.tf32 = ctx.o.tf32;
-  cfg.trace_path = trace;
-  /* With --backend, open only that backend (and the host): GPAR_HOST memory is then pinned by
-   * the backend under test. NVIDIA's OpenCL treats CUDA-pinned memory as pageable (13 GB/s
-   * instead of 55 GB/s for D2H copies, measured on H200). */
-  if (ctx.o.backend && backend_id_of(ctx.o.backend) > 0) cfg.backends = GPAR_BACKEND_HOST | backend_id_of(ctx.o.backend);
-  ctx.t_init = bench_now();
-  int st = gpar_init(&ctx.eng, &cfg);
+  int st = bench_open(&ctx, trace);
   if (st != GPAR_OK) {
-    bench_fail("gpar_init", st);
     if (*tmp_trace) unlink(tmp_trace);
     return 1;
   }
-  int hd = gpar_device_find(ctx.eng, GPAR_BACKEND_HOST, -1, 0);
-  if (hd >= 0) ctx.host_dev = hd;
+  int hd = ctx.host_dev;
 
   int rc = 0;
   if (run == bench_overhead) {
@@ -533,7 +659,7 @@ int main(int argc, char **argv) {
     ctx.iters = ctx.o.iters ? ctx.o.iters : 1000000;
     ctx.repeat = ctx.o.repeat ? ctx.o.repeat : 1;
   } else {
-    st = select_devices(&ctx, all_devices);
+    st = bench_select_devices(&ctx, all_devices, -1);
     if (st != GPAR_OK) rc = 1;
     ctx.n = ctx.o.size ? ctx.o.size : ctx.any_gpu ? 4000 : 512;
     ctx.iters = ctx.o.iters ? ctx.o.iters : ctx.any_gpu ? 50 : 10;
@@ -588,5 +714,6 @@ int main(int argc, char **argv) {
     fprintf(stderr, "gpar-bench: results were WRONG (see above)\n");
     rc = 1;
   }
+  free(ctx.seen);
   return rc;
 }

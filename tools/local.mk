@@ -9,7 +9,8 @@ tools_gpar_info_LDADD = libgpar.la
 # gpar-bench links the raw vendor baselines of the backends configure found (tools/raw.h:
 # weak symbols, NULL when a file is not built) and OpenBLAS for the host baseline.
 tools_gpar_bench_SOURCES = tools/gpar-bench.c tools/bench_common.h tools/bench_exp.c \
-	tools/bench_gemm.c tools/bench_trace.c tools/raw.h
+	tools/bench_gemm.c tools/bench_trace.c tools/raw.h tools/bench_meta.c tools/bench_sweep.c \
+	tools/bench_chart.c tools/bench_report.c
 TOOLS_RAW_CPPFLAGS =
 TOOLS_RAW_LIBS =
 if HAVE_CUDA
@@ -23,16 +24,53 @@ TOOLS_RAW_CPPFLAGS += $(OPENCL_CFLAGS) -DCL_TARGET_OPENCL_VERSION=120
 TOOLS_RAW_LIBS += $(OPENCL_LIBS)
 endif
 EXTRA_DIST += tools/raw_cuda.c tools/raw_opencl.c
-tools_gpar_bench_CPPFLAGS = $(AM_CPPFLAGS) $(OPENBLAS_CFLAGS) $(TOOLS_RAW_CPPFLAGS)
+# `gpar-bench report` reads JSON with jansson; without it the subcommand says it was not built.
+if HAVE_JANSSON
+TOOLS_RAW_CPPFLAGS += -DGPAR_HAVE_JANSSON=1 $(JANSSON_CFLAGS)
+TOOLS_RAW_LIBS += $(JANSSON_LIBS)
+endif
+tools_gpar_bench_CPPFLAGS = $(AM_CPPFLAGS) -Itools $(OPENBLAS_CFLAGS) $(TOOLS_RAW_CPPFLAGS)
 tools_gpar_bench_LDADD = libgpar.la $(TOOLS_RAW_LIBS) $(OPENBLAS_LIBS) -lm
+
+# The commit that benchmark records carry: in a tarball the .tarball-version that `make dist`
+# wrote (first: a tarball may sit inside some other git tree), else `git describe` of the source
+# tree at build time, else "unknown". Rewritten only when it changes.
+nodist_tools_gpar_bench_SOURCES = tools/bench_git.h
+BUILT_SOURCES = tools/bench_git.h
+CLEANFILES += tools/bench_git.h
+GPAR_GIT_DESCRIBE = cat $(srcdir)/.tarball-version 2>/dev/null || \
+	(cd $(srcdir) && git describe --always --dirty 2>/dev/null) || echo unknown
+tools/bench_git.h: FORCE
+	@$(MKDIR_P) tools; v=`$(GPAR_GIT_DESCRIBE)`; \
+	echo "#define GPAR_GIT_COMMIT \"$$v\"" > $@.tmp; \
+	if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+FORCE:
+.PHONY: FORCE
+dist-hook:
+	@v=`$(GPAR_GIT_DESCRIBE)`; echo "$$v" > $(distdir)/.tarball-version
+
+# Man pages from --help and --version (help2man), shipped in the tarball so that a build without
+# help2man still installs them; they are regenerated when the tool's source changes (the built
+# tool is an order-only prerequisite, GNU make: built first, its time stamp not compared).
+dist_man1_MANS = man/gpar-bench.1 man/gpar-info.1
+EXTRA_DIST += bench/sweep-gpu.sh tools/mkman.sh man/gpar-bench.h2m man/gpar-info.h2m
+GPAR_MKMAN = $(SHELL) $(top_srcdir)/tools/mkman.sh '$(HELP2MAN)' '$(PACKAGE_VERSION)'
+man/gpar-bench.1: $(top_srcdir)/tools/gpar-bench.c $(top_srcdir)/man/gpar-bench.h2m $(top_srcdir)/configure.ac \
+		| tools/gpar-bench$(EXEEXT)
+	$(AM_V_GEN)$(MKDIR_P) man && $(GPAR_MKMAN) tools/gpar-bench$(EXEEXT) $@ "benchmark libgpar next to the raw vendor loop" \
+		$(top_srcdir)/man/gpar-bench.h2m
+man/gpar-info.1: $(top_srcdir)/tools/gpar-info.c $(top_srcdir)/man/gpar-info.h2m $(top_srcdir)/configure.ac \
+		| tools/gpar-info$(EXEEXT)
+	$(AM_V_GEN)$(MKDIR_P) man && $(GPAR_MKMAN) tools/gpar-info$(EXEEXT) $@ "list libgpar's devices and their peer access" \
+		$(top_srcdir)/man/gpar-info.h2m
 
 # The chapter's two experiments as TAP tests: small in `make check`, full size in `make bench`.
 # They run through tests/bench/*.tap wrappers so their .log files come from a suffix rule, which
 # lets the dependencies at the end of this file order them after every other test.
 BENCH_TESTS = tests/bench/multi_device tests/bench/copy_overlap
 check_PROGRAMS += $(BENCH_TESTS)
-TESTS += tests/bench/multi_device.tap tests/bench/copy_overlap.tap
-EXTRA_DIST += tests/bench/multi_device.tap tests/bench/copy_overlap.tap
+TESTS += tests/bench/multi_device.tap tests/bench/copy_overlap.tap tests/bench/sweep.tap
+EXTRA_DIST += tests/bench/multi_device.tap tests/bench/copy_overlap.tap tests/bench/sweep.tap
 TEST_EXTENSIONS = .tap
 TAP_LOG_DRIVER = $(LOG_DRIVER)
 TAP_LOG_COMPILER = $(SHELL)
@@ -42,10 +80,14 @@ tests_bench_copy_overlap_SOURCES = tests/bench/copy_overlap.c
 tests_bench_copy_overlap_LDADD = libgpar.la
 
 # make bench: the TAP tests at full size (GPU: 4000^3 x 50), then gpar-bench's multi-device and
-# copy-overlap with the raw baseline and an SVG timeline of the overlap. Choose a backend with
-# e.g. `make bench BENCH_FLAGS="--backend opencl --raw --repeat 5"`; PoCL's two CPU devices:
+# copy-overlap with the raw baseline and an SVG timeline of the overlap, then the report for this
+# machine: a sweep over op sizes of every device group of every backend (SWEEP_FLAGS, e.g.
+# --backend opencl or --sizes 64,256,1024) and `gpar-bench report` on it, in bench-report/
+# (report.md with its charts; needs jansson). Choose a backend for the first part with e.g.
+# `make bench BENCH_FLAGS="--backend opencl --raw --repeat 5"`; PoCL's two CPU devices:
 # `POCL_DEVICES="pthread pthread" make bench`.
 BENCH_FLAGS = --raw --repeat 3
+SWEEP_FLAGS =
 BENCH_TIMEOUT = 1800
 bench: tools/gpar-bench$(EXEEXT) tests/bench/multi_device$(EXEEXT) tests/bench/copy_overlap$(EXEEXT)
 	GPAR_BENCH_FULL=1 GPAR_TEST_TIMEOUT=$(BENCH_TIMEOUT) ./tests/bench/multi_device$(EXEEXT)
@@ -53,11 +95,29 @@ bench: tools/gpar-bench$(EXEEXT) tests/bench/multi_device$(EXEEXT) tests/bench/c
 	./tools/gpar-bench$(EXEEXT) multi-device $(BENCH_FLAGS) --json bench-multi-device.json
 	./tools/gpar-bench$(EXEEXT) copy-overlap $(BENCH_FLAGS) --json bench-copy-overlap.json \
 		--trace bench-copy-overlap.trace.json --svg bench-copy-overlap.svg
-.PHONY: bench
+	$(MAKE) $(AM_MAKEFLAGS) bench-report
+bench-report: tools/gpar-bench$(EXEEXT)
+	$(MKDIR_P) bench-report
+	./tools/gpar-bench$(EXEEXT) sweep $(SWEEP_FLAGS) --json bench-report/sweep.json --svg bench-report/sweep.svg
+	runs=bench-report/sweep.json; for f in bench-multi-device.json bench-copy-overlap.json; do \
+		if test -f $$f; then runs="$$runs $$f"; fi; done; \
+	./tools/gpar-bench$(EXEEXT) report $$runs --outdir bench-report > bench-report/report.md
+	@echo "report: bench-report/report.md"
+.PHONY: bench bench-report
 CLEANFILES += bench-multi-device.json bench-copy-overlap.json bench-copy-overlap.trace.json \
 	bench-copy-overlap.svg
+clean-local: clean-bench-report
+clean-bench-report:
+	rm -rf bench-report
+.PHONY: clean-bench-report
 
 # The timing tests run alone, after every other test, so no other test shares their devices
 # under `make -j check` (automake orders tests by dependencies between their .log files).
-tests/bench/multi_device.log: $(GPAR_TAP_TESTS:=.log)
+tests/bench/multi_device.log: $(GPAR_TAP_TESTS:=.log) tests/bench/sweep.log
+# sweep.tap: a tiny sweep on CPU devices (checks the records, the chart and the report; no timings).
+tests/bench/sweep.log: tools/gpar-bench$(EXEEXT) tools/gpar-info$(EXEEXT)
+clean-local: clean-sweep-test
+clean-sweep-test:
+	rm -rf tests/bench/sweep.d
+.PHONY: clean-sweep-test
 tests/bench/copy_overlap.log: tests/bench/multi_device.log

@@ -96,6 +96,16 @@ static int cuda_device_info(gpar__backend *be, int idx, struct gpar_device_info 
   info->compute_units = p.multiProcessorCount;
   for (int j = 0; j < be->ndev && j < 64; j++)
     if (cuda_can_access(idx, j)) info->peer_mask |= (uint64_t)1 << j;
+  int drv = 0, rt = 0, bmaj = 0, bmin = 0, bpat = 0;
+  if (cudaDriverGetVersion(&drv) == cudaSuccess && drv > 0)
+    snprintf(info->driver_version, sizeof info->driver_version, "%d.%d", drv / 1000, drv % 1000 / 10);
+  if (cudaRuntimeGetVersion(&rt) != cudaSuccess) rt = 0;
+  cublasGetProperty(MAJOR_VERSION, &bmaj);
+  cublasGetProperty(MINOR_VERSION, &bmin);
+  cublasGetProperty(PATCH_LEVEL, &bpat);
+  snprintf(info->runtime_version, sizeof info->runtime_version, "CUDA runtime %d.%d, cuBLAS %d.%d.%d",
+           rt / 1000, rt % 1000 / 10, bmaj, bmin, bpat);
+  (void)cudaGetLastError();
   return GPAR_OK;
 }
 

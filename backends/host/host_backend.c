@@ -55,6 +55,8 @@ static int host_device_info(gpar__backend *be, int idx, gpar_device_props *info)
   info->memory_bytes = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   info->compute_units = n > 0 ? (int)n : 1;
+  const char *blas = openblas_get_config(); /* "OpenBLAS 0.3.21 DYNAMIC_ARCH ... MAX_THREADS=64" */
+  snprintf(info->runtime_version, sizeof info->runtime_version, "%s", blas ? blas : "");
   return GPAR_OK;
 }
 

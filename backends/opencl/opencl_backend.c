@@ -199,6 +199,16 @@ static int gpar__cl_device_info(gpar__backend *be, int idx, gpar_device_props *i
    * between their buffers). Backend-local bits; the core remaps them. */
   for (int j = 0; j < be->ndev && j < 64; j++)
     if (j != idx && be->devs[j].plat == d->plat) info->peer_mask |= UINT64_C(1) << j;
+  gpar__cl_str(d->id, CL_DRIVER_VERSION, info->driver_version, sizeof info->driver_version);
+  char plat[sizeof info->runtime_version] = "";
+  if (clGetPlatformInfo(be->plats[d->plat].id, CL_PLATFORM_VERSION, sizeof plat, plat, NULL) != CL_SUCCESS)
+    plat[0] = 0;
+  plat[sizeof plat - 1] = 0;
+#ifdef GPAR_CLBLAST_VERSION /* configure: pkg-config --modversion clblast */
+  snprintf(info->runtime_version, sizeof info->runtime_version, "CLBlast %s; %s", GPAR_CLBLAST_VERSION, plat);
+#else
+  snprintf(info->runtime_version, sizeof info->runtime_version, "CLBlast; %s", plat);
+#endif
   return GPAR_OK;
 }
 
