@@ -156,7 +156,7 @@ static int sweep_group_run(bench_ctx *ctx, const sweep_group *g, const int *size
   for (int d = 0; d < ctx->ndev; d++) printf(" %s = %s:%d", ctx->label[d], ctx->backend, ctx->local[d]);
   printf("), median of %d\n", ctx->repeat);
   char hdr[40];
-  snprintf(hdr, sizeof hdr, "time, %d devices / one", ctx->ndev);
+  snprintf(hdr, sizeof hdr, "time, %d device%s / one", ctx->ndev, ctx->ndev == 1 ? "" : "s");
   printf("%6s %6s  %-22s %-22s %-22s\n", "size", "iters", "GEMM us, one device", hdr, "copy-overlap / ideal");
   printf("%6s %6s  %-22s %-22s %-22s\n", "", "", "libgpar (raw)", "libgpar (raw)", "libgpar (raw)");
   fflush(stdout);
