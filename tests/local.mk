@@ -58,4 +58,5 @@ FUZZ_SECONDS = 600
 fuzz:
 	$(SHELL) $(top_srcdir)/tests/fuzz/run.sh $(top_srcdir) tests/fuzz $(FUZZ_SECONDS)
 .PHONY: fuzz
-EXTRA_DIST += tests/fuzz/run.sh tests/fuzz/api_fuzz.c tests/fuzz/corpus tests/fuzz/replay.sh tests/fuzz/replay_main.c
+EXTRA_DIST += tests/fuzz/run.sh tests/fuzz/api_fuzz.c tests/fuzz/corpus tests/fuzz/replay.sh tests/fuzz/replay_main.c \
+	tests/fuzz/sources.sh

@@ -15,20 +15,7 @@ mkdir -p "$out" && out=$(cd "$out" && pwd)
 cc=${CC:-gcc}
 cuda=${CUDA-}
 [ -z "$cuda" ] && [ -f /usr/local/cuda/include/cuda_runtime.h ] && cuda=/usr/local/cuda
-srcs=("$src"/core/*.c "$src"/backends/host/*.c)
-flags=(-std=c11 -pthread -D_GNU_SOURCE -DGPAR_BUILDING -I"$src/include" -I"$src/core" -g -O1 -fno-omit-frame-pointer
-       $(pkg-config --cflags openblas 2>/dev/null))
-libs=($(pkg-config --libs openblas 2>/dev/null || echo -lopenblas) -lm -ldl)
-if pkg-config --exists OpenCL clblast 2>/dev/null; then
-  srcs+=("$src"/backends/opencl/*.c)
-  flags+=(-DCL_TARGET_OPENCL_VERSION=120 $(pkg-config --cflags OpenCL clblast))
-  libs+=($(pkg-config --libs OpenCL clblast))
-fi
-if [ -n "$cuda" ]; then
-  srcs+=("$src"/backends/cuda/*.c)
-  flags+=(-I"$cuda/include")
-  libs+=(-L"$cuda/lib64" -Wl,-rpath,"$cuda/lib64" -lcublas -lcudart -lstdc++)
-fi
+. "$src/tests/fuzz/sources.sh"
 [ "${SAN:-}" = asan ] && flags+=(-fsanitize=address,undefined -fno-sanitize-recover=undefined)
 echo "building $out/api_replay with $cc (CUDA: ${cuda:-no}; ${SAN:-no sanitizer})"
 "$cc" "${flags[@]}" "${srcs[@]}" "$src/tests/fuzz/api_fuzz.c" "$src/tests/fuzz/replay_main.c" "${libs[@]}" \

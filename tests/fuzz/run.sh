@@ -27,22 +27,8 @@ if [ -z "$cc" ] || ! "$cc" -fsanitize=fuzzer,address,undefined "$probe" -o "$out
   exit 77
 fi
 
-srcs=("$src"/core/*.c "$src"/backends/host/host_backend.c)
-flags=(-std=c11 -pthread -D_GNU_SOURCE -DGPAR_BUILDING -I"$src/include" -I"$src/core" -g -O1
-       -fno-omit-frame-pointer $(pkg-config --cflags openblas 2>/dev/null))
-libs=($(pkg-config --libs openblas 2>/dev/null || echo -lopenblas) -lm -ldl)
-have_ocl=0
-if pkg-config --exists OpenCL clblast 2>/dev/null; then
-  have_ocl=1
-  srcs+=("$src"/backends/opencl/*.c)
-  flags+=(-DCL_TARGET_OPENCL_VERSION=120 $(pkg-config --cflags OpenCL clblast))
-  libs+=($(pkg-config --libs OpenCL clblast))
-fi
-if [ -n "${FUZZ_CUDA:-}" ]; then
-  srcs+=("$src"/backends/cuda/*.c)
-  flags+=(-I"$FUZZ_CUDA/include")
-  libs+=(-L"$FUZZ_CUDA/lib64" -Wl,-rpath,"$FUZZ_CUDA/lib64" -lcublas -lcudart)
-fi
+cuda=${FUZZ_CUDA:-}
+. "$src/tests/fuzz/sources.sh"
 san=(-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all)
 echo "building $out/api_fuzz with $cc (OpenCL: $have_ocl, CUDA: ${FUZZ_CUDA:-no})"
 "$cc" "${flags[@]}" "${san[@]}" "${srcs[@]}" "$src/tests/fuzz/api_fuzz.c" "${libs[@]}" -o "$out/api_fuzz" \
