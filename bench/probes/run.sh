@@ -48,8 +48,8 @@ for w in "${want[@]}"; do
   echo
   echo "### $name"
   # shellcheck disable=SC2086
-  if ! gcc $cflags "$src" -o "$bd/$name" ${libs[$name]} >"$bd/$name.build.log" 2>&1; then
-    echo "BUILD FAILED: $name (gcc $cflags $src ${libs[$name]})"
+  if ! gcc $cflags "$src" -o "$bd/$name" ${libs[$name]:-} >"$bd/$name.build.log" 2>&1; then
+    echo "BUILD FAILED: $name (gcc $cflags $src ${libs[$name]:-})"
     grep -E 'error|undefined|cannot find' "$bd/$name.build.log" | head -15
     continue
   fi
