@@ -10,6 +10,12 @@
 #include <string.h>
 #include <time.h>
 
+/* Line-buffered stdout, so a probe killed by run.sh's timeout still shows what it printed. */
+__attribute__((constructor)) static void probe_linebuf(void)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+}
+
 static inline double now_s(void)
 {
     struct timespec t;
