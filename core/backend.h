@@ -79,7 +79,8 @@ typedef struct gpar__backend_ops {
    * producer to retire instead). Seen on NVIDIA's OpenCL; CUDA and PoCL order such reads. */
   int h2d_reads_at_enqueue;
 
-  /* Probe. *ndev = 0 with GPAR_OK when the backend finds no device (reason: gpar__log). */
+  /* Probe. No device: GPAR_ENODEV with the reason in gpar__errorf's message (kept for
+   * gpar_backend_status, printed only when the caller named the backend); not an error. */
   int (*open)(const gpar_config *cfg, gpar__backend **be, int *ndev);
   void (*close)(gpar__backend *be);
   /* Fill info; peer_mask uses backend-local indices (the core remaps it to the flat list). */

@@ -840,9 +840,13 @@ static void device_stop(gpar__device *dev) {
 static int engine_add_backend(gpar_engine *eng, const gpar__backend_ops *ops) {
   gpar__backend *be = NULL;
   int n = 0;
+  char *why = eng->backend_why[GPAR__BACKEND_SLOT(ops->id)];
   int st = ops->open(&eng->cfg, &be, &n);
   if (st != GPAR_OK) {
-    gpar__log("%s: backend unavailable: %s", ops->name, gpar__error_msg());
+    snprintf(why, sizeof eng->backend_why[0], "%s", gpar__error_msg());
+    /* An absent device (GPAR_ENODEV) is not an error: said only for a backend the caller named. */
+    if (st != GPAR_ENODEV || (eng->backends_named & (unsigned)ops->id))
+      gpar__log("%s: backend unavailable: %s", ops->name, why);
     return ops == &gpar__host_backend ? st : GPAR_OK;
   }
   int first = eng->ndev;
@@ -866,7 +870,8 @@ static int engine_add_backend(gpar_engine *eng, const gpar__backend_ops *ops) {
     pthread_mutex_init(&dev->cmu, NULL);
     pthread_cond_init(&dev->ccv, NULL);
     if ((st = ops->device_info(be, i, &dev->info)) || (st = ops->device_open(be, i, &dev->bdev))) {
-      gpar__log("%s: device %d skipped: %s", ops->name, i, gpar__error_msg());
+      snprintf(why, sizeof eng->backend_why[0], "device %d skipped: %s", i, gpar__error_msg());
+      gpar__log("%s: %s", ops->name, why);
       dev->nthreads = 0;
       device_stop(dev);
       continue;
@@ -931,6 +936,7 @@ GPAR_API int gpar_init(gpar_engine **out, const gpar_config *cfg) {
     eng->cfg = *cfg;
   else
     gpar_config_init(&eng->cfg);
+  eng->backends_named = eng->cfg.backends;
   if (!eng->cfg.backends) eng->cfg.backends = GPAR_BACKEND_HOST | GPAR_BACKEND_CUDA | GPAR_BACKEND_OPENCL;
   eng->cfg.backends |= GPAR_BACKEND_HOST;
   if (eng->cfg.host_threads <= 0) {

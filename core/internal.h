@@ -183,6 +183,11 @@ struct gpar_engine {
   gpar__device *host_dev;
   struct { const gpar__backend_ops *ops; gpar__backend *be; } backends[3];
   int nbackends;
+  /* Backend status (gpar_backend_status, backend_status.c): the backends the caller named
+   * (cfg.backends before defaults) and, per backend (GPAR__BACKEND_SLOT), why it has no device
+   * or why one of its devices was skipped. */
+  unsigned backends_named;
+  char backend_why[3][192];
   /* buffers */
   gpar__buf **slots;
   uint32_t *slot_gen;
@@ -209,6 +214,8 @@ struct gpar_engine {
 
 /* engine.c */
 GPAR__HIDDEN gpar_engine *gpar__engine_check(gpar_engine *eng, int *status);
+/* Slot of a GPAR_BACKEND_* bit in gpar_engine.backend_why: host 0, cuda 1, opencl 2. */
+#define GPAR__BACKEND_SLOT(id) ((id) == GPAR_BACKEND_CUDA ? 1 : (id) == GPAR_BACKEND_OPENCL ? 2 : 0)
 GPAR__HIDDEN int gpar__buf_lookup(uint64_t id, gpar__buf **out, gpar_engine **eng_out);
 GPAR__HIDDEN int gpar__buf_get_locked(gpar_engine *eng, uint64_t id, gpar__buf **b);
 GPAR__HIDDEN void gpar__buf_free_locked(gpar_engine *eng, gpar__buf *b);

@@ -1,5 +1,6 @@
 /* gpar-info: lists every device of libgpar's flat device list in one table (think clinfo -l and
- * nvidia-smi -L together), then the peer-access matrix. Exits 0 even when only the CPU exists. */
+ * nvidia-smi -L together), then each backend's device count or why it has none, then the
+ * peer-access matrix. Exits 0 even when only the CPU exists. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,8 +17,9 @@ static const char *type_name(gpar_device_type t) {
 
 static void usage(FILE *f) {
   fprintf(f, "usage: gpar-info [-h]\n"
-             "Lists libgpar's devices (every built backend: host, cuda, opencl) and the\n"
-             "peer-access matrix ('P': direct copies from the row device to the column device).\n"
+             "Lists libgpar's devices (every built backend: host, cuda, opencl), each backend's\n"
+             "device count or why it has none, and the peer-access matrix ('P': direct copies\n"
+             "from the row device to the column device).\n"
              "Environment: GPAR_BACKENDS=host,cuda,opencl limits the backends probed.\n");
 }
 
@@ -79,6 +81,21 @@ int main(int argc, char **argv) {
            info[d].vendor, name_w, name_w, info[d].name, type_name(info[d].type),
            (double)info[d].memory_bytes / (1024.0 * 1024.0 * 1024.0), info[d].compute_units,
            info[d].copy_engines);
+  }
+
+  /* Backends: device count, or why none (gpar_init prints that only for a backend the caller
+   * named; gpar-info shows it always). */
+  static const struct { int id; const char *name; } backends[] = {
+      {GPAR_BACKEND_HOST, "host"}, {GPAR_BACKEND_CUDA, "cuda"}, {GPAR_BACKEND_OPENCL, "opencl"}};
+  printf("\nbackends\n");
+  for (size_t b = 0; b < sizeof backends / sizeof backends[0]; b++) {
+    int nb = 0;
+    const char *why = "";
+    st = gpar_backend_status(eng, backends[b].id, &nb, &why);
+    if (st != GPAR_OK)
+      printf("  %-7s ? (gpar_backend_status: %s)\n", backends[b].name, gpar_status_name(st));
+    else
+      printf("  %-7s %d device%s%s%s\n", backends[b].name, nb, nb == 1 ? "" : "s", *why ? ": " : "", why);
   }
 
   /* Peer-access matrix: row = source device, column = destination. */

@@ -1,5 +1,6 @@
 /* opencl_backend.c: the OpenCL backend: every device of every ICD platform, one context per
- * platform, four in-order queues per device, GEMMs through CLBlast, ordering through events. */
+ * platform, four in-order queues per device, ordering through events. Probe, devices, memory,
+ * copies and events live here; errors in opencl_errors.c, GEMM in opencl_blas_clblast.c. */
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -8,215 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <CL/cl.h>
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wstrict-prototypes"
-#include <clblast_c.h>
-#pragma GCC diagnostic pop
-
-#include "backend.h"
-
-#ifndef CL_PLATFORM_NOT_FOUND_KHR
-#define CL_PLATFORM_NOT_FOUND_KHR (-1001)
-#endif
-
-/* ------------------------------------------------------------------------------------------ */
-/* Errors: one table of OpenCL and CLBlast codes -> (name, gpar status). CLBlast's codes reuse
- * the OpenCL values where they mean the same thing, so one table serves both.
- * X(code, name, status) */
-#define GPAR__CL_ERRORS(X)                                                      \
-  X(0, "CL_SUCCESS", GPAR_OK)                                                   \
-  X(-1, "CL_DEVICE_NOT_FOUND", GPAR_ENODEV)                                     \
-  X(-2, "CL_DEVICE_NOT_AVAILABLE", GPAR_ENODEV)                                 \
-  X(-3, "CL_COMPILER_NOT_AVAILABLE", GPAR_EBACKEND)                             \
-  X(-4, "CL_MEM_OBJECT_ALLOCATION_FAILURE", GPAR_EDEVMEM)                       \
-  X(-5, "CL_OUT_OF_RESOURCES", GPAR_EDEVMEM)                                    \
-  X(-6, "CL_OUT_OF_HOST_MEMORY", GPAR_ENOMEM)                                   \
-  X(-7, "CL_PROFILING_INFO_NOT_AVAILABLE", GPAR_EBACKEND)                       \
-  X(-8, "CL_MEM_COPY_OVERLAP", GPAR_EINVAL)                                     \
-  X(-9, "CL_IMAGE_FORMAT_MISMATCH", GPAR_EBACKEND)                              \
-  X(-10, "CL_IMAGE_FORMAT_NOT_SUPPORTED", GPAR_EBACKEND)                        \
-  X(-11, "CL_BUILD_PROGRAM_FAILURE", GPAR_EBACKEND)                             \
-  X(-12, "CL_MAP_FAILURE", GPAR_EBACKEND)                                       \
-  X(-13, "CL_MISALIGNED_SUB_BUFFER_OFFSET", GPAR_EINVAL)                        \
-  X(-14, "CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST", GPAR_EBACKEND)         \
-  X(-15, "CL_COMPILE_PROGRAM_FAILURE", GPAR_EBACKEND)                           \
-  X(-16, "CL_LINKER_NOT_AVAILABLE", GPAR_EBACKEND)                              \
-  X(-17, "CL_LINK_PROGRAM_FAILURE", GPAR_EBACKEND)                              \
-  X(-18, "CL_DEVICE_PARTITION_FAILED", GPAR_EBACKEND)                           \
-  X(-19, "CL_KERNEL_ARG_INFO_NOT_AVAILABLE", GPAR_EBACKEND)                     \
-  X(-30, "CL_INVALID_VALUE", GPAR_EINVAL)                                       \
-  X(-31, "CL_INVALID_DEVICE_TYPE", GPAR_EINVAL)                                 \
-  X(-32, "CL_INVALID_PLATFORM", GPAR_EINVAL)                                    \
-  X(-33, "CL_INVALID_DEVICE", GPAR_ENODEV)                                      \
-  X(-34, "CL_INVALID_CONTEXT", GPAR_EBACKEND)                                   \
-  X(-35, "CL_INVALID_QUEUE_PROPERTIES", GPAR_EBACKEND)                          \
-  X(-36, "CL_INVALID_COMMAND_QUEUE", GPAR_EBACKEND)                             \
-  X(-37, "CL_INVALID_HOST_PTR", GPAR_EINVAL)                                    \
-  X(-38, "CL_INVALID_MEM_OBJECT", GPAR_EINVAL)                                  \
-  X(-39, "CL_INVALID_IMAGE_FORMAT_DESCRIPTOR", GPAR_EBACKEND)                   \
-  X(-40, "CL_INVALID_IMAGE_SIZE", GPAR_EBACKEND)                                \
-  X(-41, "CL_INVALID_SAMPLER", GPAR_EBACKEND)                                   \
-  X(-42, "CL_INVALID_BINARY", GPAR_EBACKEND)                                    \
-  X(-43, "CL_INVALID_BUILD_OPTIONS", GPAR_EBACKEND)                             \
-  X(-44, "CL_INVALID_PROGRAM", GPAR_EBACKEND)                                   \
-  X(-45, "CL_INVALID_PROGRAM_EXECUTABLE", GPAR_EBACKEND)                        \
-  X(-46, "CL_INVALID_KERNEL_NAME", GPAR_EBACKEND)                               \
-  X(-47, "CL_INVALID_KERNEL_DEFINITION", GPAR_EBACKEND)                         \
-  X(-48, "CL_INVALID_KERNEL", GPAR_EBACKEND)                                    \
-  X(-49, "CL_INVALID_ARG_INDEX", GPAR_EBACKEND)                                 \
-  X(-50, "CL_INVALID_ARG_VALUE", GPAR_EBACKEND)                                 \
-  X(-51, "CL_INVALID_ARG_SIZE", GPAR_EBACKEND)                                  \
-  X(-52, "CL_INVALID_KERNEL_ARGS", GPAR_EBACKEND)                               \
-  X(-53, "CL_INVALID_WORK_DIMENSION", GPAR_EBACKEND)                            \
-  X(-54, "CL_INVALID_WORK_GROUP_SIZE", GPAR_EBACKEND)                           \
-  X(-55, "CL_INVALID_WORK_ITEM_SIZE", GPAR_EBACKEND)                            \
-  X(-56, "CL_INVALID_GLOBAL_OFFSET", GPAR_EBACKEND)                             \
-  X(-57, "CL_INVALID_EVENT_WAIT_LIST", GPAR_EBACKEND)                           \
-  X(-58, "CL_INVALID_EVENT", GPAR_EBACKEND)                                     \
-  X(-59, "CL_INVALID_OPERATION", GPAR_EBACKEND)                                 \
-  X(-60, "CL_INVALID_GL_OBJECT", GPAR_EBACKEND)                                 \
-  X(-61, "CL_INVALID_BUFFER_SIZE", GPAR_EINVAL)                                 \
-  X(-62, "CL_INVALID_MIP_LEVEL", GPAR_EBACKEND)                                 \
-  X(-63, "CL_INVALID_GLOBAL_WORK_SIZE", GPAR_EBACKEND)                          \
-  X(-64, "CL_INVALID_PROPERTY", GPAR_EBACKEND)                                  \
-  X(-65, "CL_INVALID_IMAGE_DESCRIPTOR", GPAR_EBACKEND)                          \
-  X(-66, "CL_INVALID_COMPILER_OPTIONS", GPAR_EBACKEND)                          \
-  X(-67, "CL_INVALID_LINKER_OPTIONS", GPAR_EBACKEND)                            \
-  X(-68, "CL_INVALID_DEVICE_PARTITION_COUNT", GPAR_EBACKEND)                    \
-  X(-1001, "CL_PLATFORM_NOT_FOUND_KHR", GPAR_ENODEV)                            \
-  X(-1024, "CLBlastNotImplemented", GPAR_ENOTSUP)                               \
-  X(-1022, "CLBlastInvalidMatrixA", GPAR_EINVAL)                                \
-  X(-1021, "CLBlastInvalidMatrixB", GPAR_EINVAL)                                \
-  X(-1020, "CLBlastInvalidMatrixC", GPAR_EINVAL)                                \
-  X(-1019, "CLBlastInvalidVectorX", GPAR_EINVAL)                                \
-  X(-1018, "CLBlastInvalidVectorY", GPAR_EINVAL)                                \
-  X(-1017, "CLBlastInvalidDimension", GPAR_EINVAL)                              \
-  X(-1016, "CLBlastInvalidLeadDimA", GPAR_EINVAL)                               \
-  X(-1015, "CLBlastInvalidLeadDimB", GPAR_EINVAL)                               \
-  X(-1014, "CLBlastInvalidLeadDimC", GPAR_EINVAL)                               \
-  X(-1013, "CLBlastInvalidIncrementX", GPAR_EINVAL)                             \
-  X(-1012, "CLBlastInvalidIncrementY", GPAR_EINVAL)                             \
-  X(-1011, "CLBlastInsufficientMemoryA", GPAR_EINVAL)                           \
-  X(-1010, "CLBlastInsufficientMemoryB", GPAR_EINVAL)                           \
-  X(-1009, "CLBlastInsufficientMemoryC", GPAR_EINVAL)                           \
-  X(-1008, "CLBlastInsufficientMemoryX", GPAR_EINVAL)                           \
-  X(-1007, "CLBlastInsufficientMemoryY", GPAR_EINVAL)                           \
-  X(-2050, "CLBlastInsufficientMemoryTemp", GPAR_EBACKEND)                      \
-  X(-2049, "CLBlastInvalidBatchCount", GPAR_EINVAL)                             \
-  X(-2048, "CLBlastInvalidOverrideKernel", GPAR_EBACKEND)                       \
-  X(-2047, "CLBlastMissingOverrideParameter", GPAR_EBACKEND)                    \
-  X(-2046, "CLBlastInvalidLocalMemUsage", GPAR_EBACKEND)                        \
-  X(-2045, "CLBlastNoHalfPrecision", GPAR_ENOTSUP)                              \
-  X(-2044, "CLBlastNoDoublePrecision", GPAR_ENOTSUP)                            \
-  X(-2043, "CLBlastInvalidVectorScalar", GPAR_EINVAL)                           \
-  X(-2042, "CLBlastInsufficientMemoryScalar", GPAR_EINVAL)                      \
-  X(-2041, "CLBlastDatabaseError", GPAR_EBACKEND)                               \
-  X(-2040, "CLBlastUnknownError", GPAR_EBACKEND)                                \
-  X(-2039, "CLBlastUnexpectedError", GPAR_EBACKEND)
-
-/* Name and gpar status of an OpenCL / CLBlast code (unknown codes: "CL_UNKNOWN_ERROR"). */
-static const char *gpar__cl_name(cl_int err, int *status) {
-  switch (err) {
-#define GPAR__CL_CASE(code, name, st) \
-  case code:                          \
-    *status = st;                     \
-    return name;
-    GPAR__CL_ERRORS(GPAR__CL_CASE)
-#undef GPAR__CL_CASE
-  default:
-    *status = GPAR_EBACKEND;
-    return "CL_UNKNOWN_ERROR";
-  }
-}
-
-/* Record "call: CL_NAME (code)" for the calling thread and return the mapped gpar status. */
-static int gpar__cl_fail(const char *call, cl_int err) {
-  int st;
-  const char *name = gpar__cl_name(err, &st);
-  if (st == GPAR_OK) st = GPAR_EBACKEND; /* a call that "failed" with CL_SUCCESS: never expected */
-  return gpar__errorf(st, "%s: %s (%d)", call, name, (int)err);
-}
-
-/* ------------------------------------------------------------------------------------------ */
-/* Types. */
-
-typedef struct gpar__clplat {
-  cl_platform_id id;
-  cl_context ctx; /* holds every device of the platform: cl_mem and events are shared by them */
-  int has_gpu;
-} gpar__clplat;
-
-typedef struct gpar__cldev {
-  cl_device_id id;
-  int plat; /* index into be->plats */
-  char name[128];
-  char vendor[64];
-  gpar_device_type type;
-  uint64_t mem_bytes;
-  uint64_t max_alloc;
-  int compute_units;
-  int copy_engines;
-  int fp64;
-} gpar__cldev;
-
-/* A host pointer handed out by host_alloc and the buffer it maps. */
-typedef struct gpar__clpin {
-  void *ptr;
-  cl_mem mem;
-} gpar__clpin;
-
-struct gpar__backend {
-  int nplat, ndev;
-  int profiling; /* tracing is on: lanes are profiling queues, event_elapsed works */
-  gpar__clplat *plats;
-  gpar__cldev *devs;
-  /* Pinned host memory (host_alloc): buffers of one context mapped on a private queue. */
-  pthread_mutex_t pin_lock;
-  int pin_plat; /* platform whose context holds pinned buffers; -1 none */
-  cl_command_queue pin_queue;
-  gpar__clpin *pins;
-  int npins, cap_pins;
-  /* Event pool. */
-  pthread_mutex_t ev_lock;
-  gpar__event *ev_free;
-};
-
-struct gpar__event {
-  cl_event ev;
-  gpar__backend *be;
-  gpar__event *next; /* free list */
-};
-
-/* Shape of the last GEMM of a lane, to skip asking CLBlast for the temp size again. */
-typedef struct gpar__clgemm_key {
-  int elem_size, ta, tb, m, n, k, lda, ldb, ldc;
-  size_t a_off, b_off, c_off;
-} gpar__clgemm_key;
-
-typedef struct gpar__cllane {
-  cl_command_queue q;
-  /* Event of the last command enqueued on this lane (retained) and whether anything the
-   * backend cannot see came after it (a barrier, work enqueued by a user function). When not
-   * dirty, event_record hands out this event instead of enqueuing a marker. */
-  cl_event last;
-  atomic_int dirty;
-  /* CLBlast temp buffer (WithTempBuffer variants: plain CLBlastSgemm allocates and frees one per
-   * call, which blocks the host on NVIDIA). Per lane, since lanes run concurrently. */
-  cl_mem temp;
-  size_t temp_size;
-  gpar__clgemm_key key;
-  size_t key_size; /* temp size CLBlast asked for `key` */
-  int key_valid;
-} gpar__cllane;
-
-struct gpar__bdev {
-  gpar__backend *be;
-  int idx;
-  gpar__cldev *d;
-  cl_context ctx;
-  gpar__cllane lanes[GPAR__NLANES];
-};
+#include "opencl_internal.h"
 
 /* ------------------------------------------------------------------------------------------ */
 /* Probe. */
@@ -268,14 +61,14 @@ static int gpar__cl_open(const gpar_config *cfg, gpar__backend **out, int *ndev)
   *ndev = 0;
   cl_uint np = 0;
   cl_int err = clGetPlatformIDs(0, NULL, &np);
-  if (err == CL_PLATFORM_NOT_FOUND_KHR || (err == CL_SUCCESS && np == 0)) {
-    gpar__log("opencl: no platform (no ICD registered in /etc/OpenCL/vendors)");
-    return GPAR_OK;
-  }
+  /* No platform or no device: not an error; the core keeps the reason for gpar_backend_status
+   * and prints it only when the caller asked for OpenCL. */
+  if (err == CL_PLATFORM_NOT_FOUND_KHR || (err == CL_SUCCESS && np == 0))
+    return gpar__errorf(GPAR_ENODEV, "opencl: no platform (no ICD registered in /etc/OpenCL/vendors)");
   if (err != CL_SUCCESS) {
     int st;
-    gpar__log("opencl: no platform: clGetPlatformIDs: %s (%d)", gpar__cl_name(err, &st), (int)err);
-    return GPAR_OK;
+    return gpar__errorf(GPAR_ENODEV, "opencl: no platform: clGetPlatformIDs: %s (%d)", gpar__cl_name(err, &st),
+                        (int)err);
   }
   gpar__backend *be = calloc(1, sizeof *be);
   if (be) be->profiling = cfg && cfg->trace_path != NULL;
@@ -344,9 +137,8 @@ static int gpar__cl_open(const gpar_config *cfg, gpar__backend **out, int *ndev)
   }
   free(pids);
   if (be->ndev == 0) {
-    gpar__log("opencl: no device on %u platform(s)", np);
     gpar__cl_close(be);
-    return GPAR_OK;
+    return gpar__errorf(GPAR_ENODEV, "opencl: no device on %u platform(s)", np);
   }
   /* Pinned host memory comes from the first platform with a GPU (its DMA engines benefit),
    * else the first one. */
@@ -569,16 +361,7 @@ static void gpar__cl_host_free(gpar__backend *be, void *ptr) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* Work. Each enqueue keeps its event as the lane's last command, and is flushed so the device
- * starts it without waiting for a later flush (NVIDIA batches unflushed commands; a queue
- * waiting on an unflushed event of another queue may never see it submitted). */
-
-static inline void gpar__cl_set_last(gpar__cllane *ln, cl_event ev) {
-  if (ln->last) clReleaseEvent(ln->last);
-  ln->last = ev;
-  atomic_store_explicit(&ln->dirty, 0, memory_order_relaxed);
-  clFlush(ln->q);
-}
+/* Work: copies and fills (GEMM: opencl_blas_clblast.c). */
 
 static int gpar__cl_copy(gpar__bdev *dev, int lane, const gpar__copy_args *a) {
   gpar__cllane *ln = &dev->lanes[lane];
@@ -617,146 +400,6 @@ static int gpar__cl_fill(gpar__bdev *dev, int lane, void *mem, size_t off, size_
   cl_int err = clEnqueueFillBuffer(ln->q, (cl_mem)mem, &value, 1, off, bytes, 0, NULL, &ev);
   if (err != CL_SUCCESS) return gpar__cl_fail("clEnqueueFillBuffer", err);
   gpar__cl_set_last(ln, ev);
-  return GPAR_OK;
-}
-
-/* k == 0: C = beta * C (BLAS), which CLBlast's GEMM refuses (CLBlastInvalidDimension). beta 0
- * writes zeros (C is write-only then: no 0 * NaN), beta 1 leaves C alone, else a scal per column
- * (one when the columns are contiguous). Rare: not on the hot path. */
-static int gpar__cl_gemm_k0(gpar__bdev *dev, gpar__cllane *ln, const gpar__gemm_args *a) {
-  const size_t es = (size_t)a->elem_size, m = (size_t)a->m, ldc = (size_t)a->ldc;
-  const int contiguous = ldc == m;
-  const size_t ncall = contiguous ? 1 : (size_t)a->n, len = contiguous ? m * (size_t)a->n : m;
-  if (a->beta == 1.0) return GPAR_OK;
-  for (size_t j = 0; j < ncall; j++) {
-    const size_t off = a->c_off + j * ldc; /* elements */
-    cl_event ev = NULL;
-    if (a->beta == 0.0) {
-      const unsigned char zero = 0;
-      cl_int err = clEnqueueFillBuffer(ln->q, (cl_mem)a->c, &zero, 1, off * es, len * es, 0, NULL, &ev);
-      if (err != CL_SUCCESS) return gpar__cl_fail("clEnqueueFillBuffer (gemm with k = 0)", err);
-    } else {
-      CLBlastStatusCode s = es == 8 ? CLBlastDscal(len, a->beta, (cl_mem)a->c, off, 1, &ln->q, &ev)
-                                    : CLBlastSscal(len, (float)a->beta, (cl_mem)a->c, off, 1, &ln->q, &ev);
-      if (s != CLBlastSuccess) {
-        atomic_store_explicit(&ln->dirty, 1, memory_order_relaxed);
-        return gpar__cl_fail(es == 8 ? "CLBlastDscal (dgemm with k = 0)" : "CLBlastSscal (sgemm with k = 0)", (cl_int)s);
-      }
-    }
-    if (ev)
-      gpar__cl_set_last(ln, ev);
-    else
-      atomic_store_explicit(&ln->dirty, 1, memory_order_relaxed);
-  }
-  return GPAR_OK;
-}
-
-/* CLBlast 1.5.x is not safe when two threads fill its caches for the same key at once (two
- * identical devices' first GEMMs: a heap use-after-free in clblast::Database, seen under ASan
- * with two PoCL devices; fixed upstream in CLBlast PR #495, after 1.5.3). A lane's first call for
- * a shape may fill caches, so it runs under this lock; repeated shapes only read them. */
-static pthread_mutex_t gpar__clblast_cold_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static int gpar__cl_gemm_run(gpar__bdev *dev, gpar__cllane *ln, const gpar__gemm_args *a, const gpar__clgemm_key *kp,
-                             int cold);
-
-static int gpar__cl_gemm(gpar__bdev *dev, int lane, const gpar__gemm_args *a) {
-  gpar__cllane *ln = &dev->lanes[lane];
-  const int dbl = a->elem_size == 8;
-  if (dbl && !dev->d->fp64) return gpar__errorf(GPAR_ENOTSUP, "dgemm: device %s has no fp64 support", dev->d->name);
-  if (a->elem_size != 4 && !dbl) return gpar__errorf(GPAR_EINVAL, "opencl: gemm element size %d", a->elem_size);
-  if (a->k == 0 && a->m > 0 && a->n > 0 && a->ldc >= a->m) {
-    pthread_mutex_lock(&gpar__clblast_cold_lock);
-    int st = gpar__cl_gemm_k0(dev, ln, a);
-    pthread_mutex_unlock(&gpar__clblast_cold_lock);
-    return st;
-  }
-  if (a->m <= 0 || a->n <= 0 || a->k <= 0 || a->lda <= 0 || a->ldb <= 0 || a->ldc <= 0)
-    return gpar__errorf(GPAR_EINVAL, "%s: m=%d n=%d k=%d lda=%d ldb=%d ldc=%d: CLBlast needs all > 0",
-                        dbl ? "CLBlastDgemm" : "CLBlastSgemm", a->m, a->n, a->k, a->lda, a->ldb, a->ldc);
-  const CLBlastTranspose ta = a->trans_a == GPAR_TRANS ? CLBlastTransposeYes : CLBlastTransposeNo;
-  const CLBlastTranspose tb = a->trans_b == GPAR_TRANS ? CLBlastTransposeYes : CLBlastTransposeNo;
-
-  /* Temp buffer: ask CLBlast how much this shape needs (cached per lane for a repeated shape),
-   * grow the lane's buffer when short. The old one is released at once: OpenCL keeps it alive
-   * until the GEMMs already enqueued with it are done. */
-  gpar__clgemm_key key;
-  memset(&key, 0, sizeof key);
-  key.elem_size = a->elem_size;
-  key.ta = (int)ta;
-  key.tb = (int)tb;
-  key.m = a->m;
-  key.n = a->n;
-  key.k = a->k;
-  key.lda = a->lda;
-  key.ldb = a->ldb;
-  key.ldc = a->ldc;
-  key.a_off = a->a_off;
-  key.b_off = a->b_off;
-  key.c_off = a->c_off;
-  const int cold = !(ln->key_valid && memcmp(&key, &ln->key, sizeof key) == 0);
-  if (cold) pthread_mutex_lock(&gpar__clblast_cold_lock);
-  int st = gpar__cl_gemm_run(dev, ln, a, &key, cold);
-  if (cold) pthread_mutex_unlock(&gpar__clblast_cold_lock);
-  return st;
-}
-
-static int gpar__cl_gemm_run(gpar__bdev *dev, gpar__cllane *ln, const gpar__gemm_args *a, const gpar__clgemm_key *kp,
-                             int cold) {
-  const int dbl = a->elem_size == 8;
-  const CLBlastLayout lay = CLBlastLayoutColMajor;
-  const CLBlastTranspose ta = a->trans_a == GPAR_TRANS ? CLBlastTransposeYes : CLBlastTransposeNo;
-  const CLBlastTranspose tb = a->trans_b == GPAR_TRANS ? CLBlastTransposeYes : CLBlastTransposeNo;
-  const size_t m = (size_t)a->m, n = (size_t)a->n, k = (size_t)a->k;
-  const size_t lda = (size_t)a->lda, ldb = (size_t)a->ldb, ldc = (size_t)a->ldc;
-  CLBlastStatusCode s;
-  size_t need;
-  if (!cold) {
-    need = ln->key_size;
-  } else {
-    need = 0;
-    s = dbl ? CLBlastDGemmTempBufferSize(lay, ta, tb, m, n, k, a->a_off, lda, a->b_off, ldb, a->c_off, ldc, &ln->q, &need)
-            : CLBlastSGemmTempBufferSize(lay, ta, tb, m, n, k, a->a_off, lda, a->b_off, ldb, a->c_off, ldc, &ln->q, &need);
-    if (s != CLBlastSuccess)
-      return gpar__cl_fail(dbl ? "CLBlastDGemmTempBufferSize" : "CLBlastSGemmTempBufferSize", (cl_int)s);
-    ln->key = *kp;
-    ln->key_size = need;
-    ln->key_valid = 1;
-  }
-  if (need < 4096) need = 4096; /* always pass a buffer: NULL would make CLBlast allocate one */
-  if (need > ln->temp_size) {
-    size_t want = need + need / 8; /* some slack against slowly growing shapes */
-    if ((uint64_t)want > dev->d->max_alloc) want = need;
-    cl_int err = CL_SUCCESS;
-    cl_mem t = clCreateBuffer(dev->ctx, CL_MEM_READ_WRITE, want, NULL, &err);
-    if (!t || err != CL_SUCCESS) return gpar__cl_fail("clCreateBuffer(CLBlast temp buffer)", err);
-    if (ln->temp) clReleaseMemObject(ln->temp);
-    ln->temp = t;
-    ln->temp_size = want;
-  }
-
-  /* No cl_event when the core will not ask for one after this GEMM (it creates a driver
-   * object per call): the lane is then marked dirty and a later event_record uses a marker. */
-  cl_event ev = NULL, *evp = a->no_event ? NULL : &ev;
-  s = dbl ? CLBlastDgemmWithTempBuffer(lay, ta, tb, m, n, k, a->alpha, (cl_mem)a->a, a->a_off, lda, (cl_mem)a->b, a->b_off,
-                                       ldb, a->beta, (cl_mem)a->c, a->c_off, ldc, &ln->q, evp, ln->temp)
-          : CLBlastSgemmWithTempBuffer(lay, ta, tb, m, n, k, (float)a->alpha, (cl_mem)a->a, a->a_off, lda, (cl_mem)a->b,
-                                       a->b_off, ldb, (float)a->beta, (cl_mem)a->c, a->c_off, ldc, &ln->q, evp, ln->temp);
-  if (s != CLBlastSuccess) {
-    if (ev) clReleaseEvent(ev);
-    /* Something may have been enqueued before the failure: no longer trust `last`. */
-    atomic_store_explicit(&ln->dirty, 1, memory_order_relaxed);
-    if (s == CLBlastNoDoublePrecision)
-      return gpar__errorf(GPAR_ENOTSUP, "dgemm: device %s has no fp64 support (CLBlastNoDoublePrecision)",
-                          dev->d->name);
-    return gpar__cl_fail(dbl ? "CLBlastDgemmWithTempBuffer" : "CLBlastSgemmWithTempBuffer", (cl_int)s);
-  }
-  if (ev) {
-    gpar__cl_set_last(ln, ev);
-  } else {
-    atomic_store_explicit(&ln->dirty, 1, memory_order_relaxed);
-    clFlush(ln->q);
-  }
   return GPAR_OK;
 }
 
@@ -840,7 +483,7 @@ static int gpar__cl_event_wait(gpar__bdev *dev, int lane, gpar__event *e) {
    * takes no wait list, so this is how its inputs are ordered). */
   cl_int err = clEnqueueBarrierWithWaitList(ln->q, 1, &e->ev, NULL);
   if (err != CL_SUCCESS) return gpar__cl_fail("clEnqueueBarrierWithWaitList", err);
-  atomic_store_explicit(&ln->dirty, 1, memory_order_relaxed);
+  gpar__cl_mark_dirty(ln);
   return GPAR_OK;
 }
 
