@@ -25,7 +25,7 @@ static pthread_mutex_t gpar__registry_mu = PTHREAD_MUTEX_INITIALIZER;
 static unsigned gpar__next_engine;
 
 static const char *const gpar__fault_names[GPAR__FAULT_KINDS] = {
-    "alloc", "pinned", "copy", "gemm", "fill", "user", "event", "completion"};
+    "alloc", "pinned", "copy", "gemm", "fill", "user", "event", "completion", "register"};
 
 double gpar__now(void) {
   struct timespec ts;
@@ -955,15 +955,7 @@ GPAR_API int gpar_init(gpar_engine **out, const gpar_config *cfg) {
     st = engine_add_backend(eng, &gpar__cuda_backend);
   if (st == GPAR_OK && &gpar__opencl_backend && (eng->cfg.backends & GPAR_BACKEND_OPENCL))
     st = engine_add_backend(eng, &gpar__opencl_backend);
-  /* Pinned host memory comes from the first GPU backend that has a device. */
-  const gpar__backend_ops *pin_ops = NULL;
-  gpar__backend *pin_be = NULL;
-  for (int i = 0; i < eng->ndev && !pin_ops; i++)
-    if (eng->devs[i]->ops->host_alloc && eng->devs[i]->ops->ordered_by_events) {
-      pin_ops = eng->devs[i]->ops;
-      pin_be = eng->devs[i]->be;
-    }
-  gpar__pinned_init(&eng->pinned, pin_ops, pin_be, eng->cfg.pinned_limit);
+  gpar__pinned_init(eng); /* which backend pins GPAR_HOST memory, which register it */
   for (int i = 0; i < eng->ndev && st == GPAR_OK; i++) {
     if (eng->devs[i]->ops == &gpar__host_backend) eng->host_dev = eng->devs[i];
     st = device_start_threads(eng->devs[i]);

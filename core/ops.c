@@ -10,6 +10,14 @@
  * path): large enough for full copy bandwidth, small enough that the two legs overlap. */
 #define GPAR__CHUNK ((size_t)8 << 20)
 #define GPAR__STAGE_SLOTS 4
+/* gpar_read into pageable memory is bound by the host memcpy out of the staging chunks (one
+ * thread: ~5 GB/s on the H200 host). Measured there (bench/probes/p2_pageable.c, warm
+ * destination, 4 staging slots, 8 copy-out threads): 16 MB chunks 32.2 / 31.6 GB/s for 64 / 256
+ * MB reads, 4 MB chunks 35.5 / 26.5; 4 threads ~20-22; 2 slots no better than 4 threads. So 4
+ * slots of 16 MB (less the pool's header, to fill its size class) and up to 8 copy-out parts. */
+#define GPAR__READ_CHUNK (((size_t)16 << 20) - GPAR__PIN_HEADER)
+#define GPAR__READ_SLOTS 4
+#define GPAR__READ_PARTS 8
 
 /* Resolve the n handles of one op; all must belong to one engine. On success the engine lock
  * is held and *eng_out is set. */
@@ -215,12 +223,13 @@ static gpar__op *submit_read_chunk(gpar_engine *eng, gpar__buf *b, size_t off, v
   return op;
 }
 
-/* Copy a staged chunk into (pageable) user memory: one thread's memcpy reaches ~6 GB/s into
+/* Copy a staged chunk into (pageable) user memory: one thread's memcpy reaches ~5 GB/s into
  * malloc memory on the H200 machine, a tenth of the copy engine's rate, so large chunks are
- * split between the calling thread and CPU workers. The parts are internal ops on the CPU
- * device with no buffers, so they order against nothing. */
+ * split between the calling thread and up to GPAR__READ_PARTS - 1 CPU workers (as many as the
+ * host backend has threads). The parts are internal ops on the CPU device with no buffers, so
+ * they order against nothing. */
 static void copy_out(gpar_engine *eng, char *dst, const char *src, size_t len) {
-  enum { MAX_PARTS = 4 };
+  enum { MAX_PARTS = GPAR__READ_PARTS };
   const size_t min_part = (size_t)1 << 20;
   int parts = eng->cfg.host_threads < MAX_PARTS ? eng->cfg.host_threads : MAX_PARTS;
   if (len / min_part < (size_t)parts) parts = (int)(len / min_part);
@@ -268,11 +277,11 @@ GPAR_API int gpar_read(gpar_buffer src, size_t off, void *user_ptr, size_t bytes
   }
   /* A device buffer: device-to-host into pinned chunks, each copied out while the next chunk
    * is in flight. The buffer is pinned by pending++ so a concurrent release cannot free it. */
-  size_t chunk = bytes < GPAR__CHUNK ? bytes : GPAR__CHUNK;
+  size_t chunk = bytes < GPAR__READ_CHUNK ? bytes : GPAR__READ_CHUNK;
   size_t nchunks = (bytes + chunk - 1) / chunk;
-  int nslots = nchunks < GPAR__STAGE_SLOTS ? (int)nchunks : GPAR__STAGE_SLOTS;
-  void *slot[GPAR__STAGE_SLOTS];
-  gpar__op *pending[GPAR__STAGE_SLOTS] = {0};
+  int nslots = nchunks < GPAR__READ_SLOTS ? (int)nchunks : GPAR__READ_SLOTS;
+  void *slot[GPAR__READ_SLOTS];
+  gpar__op *pending[GPAR__READ_SLOTS] = {0};
   b->pending++;
   pthread_mutex_unlock(&eng->mu);
   for (int i = 0; i < nslots; i++)
@@ -280,6 +289,7 @@ GPAR_API int gpar_read(gpar_buffer src, size_t off, void *user_ptr, size_t bytes
       nslots = i;
       break;
     }
+  if (nslots > 0) st = GPAR_OK; /* fewer slots (a pinned limit) only means less overlap */
   size_t submitted = 0;
   for (size_t i = 0; i < nchunks && st == GPAR_OK; i++) {
     pthread_mutex_lock(&eng->mu);
