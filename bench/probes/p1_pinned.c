@@ -182,6 +182,31 @@ int main(void)
     if (b) { struct path p = { CL_RW, b, NULL }; run_path("b", &p); }
     else printf("b    skipped: no CUDA pinned memory\n");
 
+    /* (c2) libgpar's GPAR_PINNED_PROVIDER=cuda path: a fresh cudaHostAlloc block wrapped with
+     * CL_MEM_USE_HOST_PTR and the wrapper never used (no CopyBuffer first, unlike (c)), then
+     * Read/WriteBuffer with the raw pointer; free device memory (cudaMemGetInfo) shows whether
+     * the wrapper costs a device-side copy. */
+    void *c2 = cuda_ok ? cuda_pinned() : NULL;
+    if (c2 && cl_ok) {
+        size_t f0 = 0, f1 = 0, f2 = 0, tot = 0;
+        cudaMemGetInfo(&f0, &tot);
+        double t0 = now_s();
+        cl_mem w = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, SZ, c2, &e);
+        double tw = now_s() - t0;
+        cudaMemGetInfo(&f1, &tot);
+        if (e) printf("c2   clCreateBuffer(USE_HOST_PTR on cudaHostAlloc) error %d\n", e);
+        else {
+            printf("c2   wrapper made in %.2f ms, never used; device free memory %+.1f MB\n", 1e3 * tw,
+                   ((double)f1 - (double)f0) / 1048576.0);
+            struct path p = { CL_RW, c2, NULL };
+            run_path("c2", &p);
+            cudaMemGetInfo(&f2, &tot);
+            printf("c2   device free memory after the copies %+.1f MB (vs before the wrapper)\n",
+                   ((double)f2 - (double)f0) / 1048576.0);
+            clReleaseMemObject(w);
+        }
+    } else printf("c2   skipped: needs CUDA and OpenCL\n");
+
     /* (c) cudaHostAlloc memory wrapped with CL_MEM_USE_HOST_PTR, CopyBuffer to/from it. */
     void *c = cuda_ok ? cuda_pinned() : NULL;
     if (c && cl_ok) {

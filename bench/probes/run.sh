@@ -5,7 +5,8 @@
 # (When OCL_ICD_VENDORS is unset and .gpu/opencl-env.sh exists, it is sourced here.)
 # Each probe builds on its own; a build or run failure is printed and the next one goes on.
 # Env: CUDA_HOME (default /usr/local/cuda), PROBE_BUILD (default /tmp/gpar-probes),
-# PROBE_TIMEOUT (s per probe, default 150), PROBE_REPS / PROBE_ITERS / PROBE_MB (see README).
+# PROBE_TIMEOUT (s per probe, default 150), PROBE_REPS / PROBE_ITERS / PROBE_MB (see README),
+# PROBE_GPAR_BUILD (p5: the libgpar build folder, default build/ of this tree).
 # A copy of the output goes to $OUT/probes.txt when OUT is set.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -33,9 +34,10 @@ declare -A libs=(
   [p2_pageable]="$cudalibs -lcudart"
   [p3_cublas]="$cudalibs -lcudart -lcublas -lcublasLt"
   [p4_clblast]="$cllibs -lclblast -lOpenCL"
+  [p5_libgpar]="-I$here/../../include -L${PROBE_GPAR_BUILD:-$here/../../build}/.libs -Wl,-rpath,${PROBE_GPAR_BUILD:-$here/../../build}/.libs -lgpar"
 )
 want=("$@")
-[ ${#want[@]} -eq 0 ] && want=(p1 p2 p3 p4)
+[ ${#want[@]} -eq 0 ] && want=(p1 p2 p3 p4 p5)
 
 date -u
 nvidia-smi -L 2>/dev/null || echo "nvidia-smi: not found"
