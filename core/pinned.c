@@ -20,13 +20,13 @@
  * registers it (host_register) when the block is made, so it counts as that backend's pinned
  * memory too. The pool caches blocks, so the registration cost is paid once per block; the
  * limit, the "pinned" fault and stable host pointers are unchanged (a registration adds no
- * memory). The provider is a backend marked host_alloc_preferred (OpenCL) when one is open,
- * else the first GPU backend with a device: OpenCL's registration (a USE_HOST_PTR wrapper) is
+ * memory). The provider is a backend marked host_alloc_preferred (OpenCL) when it has a GPU
+ * device, else the first GPU backend with a device: OpenCL's registration (a USE_HOST_PTR wrapper) is
  * only a hint whose rate in (c) was measured after the wrapper had been used by CopyBuffer,
  * whereas cudaHostRegister pins explicitly, and (d) was measured with no such step; with OpenCL
  * providing, OpenCL's copies with every backend open are exactly those of OpenCL alone.
  * GPAR_PINNED_PROVIDER=cuda|opencl|host overrides the choice (host: plain memory registered
- * with every GPU backend; that is how the registration path runs on a machine with one).
+ * with every GPU backend; tests use it to run the registration path on a machine without GPU).
  *
  * A refused registration (or the "register" fault) is not an error: the block stays usable by
  * that backend through its ordinary (staged, slower) copies, the first reason is logged and kept
@@ -78,7 +78,9 @@ void gpar__pinned_init(gpar_engine *eng) {
   memset(p, 0, sizeof *p);
   pthread_mutex_init(&p->mu, NULL);
   p->limit = eng->cfg.pinned_limit;
-  /* Provider: the env's choice, else a preferred GPU backend, else the first GPU backend. */
+  /* Provider: the env's choice, else a preferred backend with a GPU device (pinning matters for
+   * DMA only: OpenCL with just PoCL's CPU devices is not preferred), else the first GPU backend
+   * (CUDA before OpenCL). */
   const char *want = getenv("GPAR_PINNED_PROVIDER");
   int forced = 0;
   if (want && *want) {
@@ -96,7 +98,8 @@ void gpar__pinned_init(gpar_engine *eng) {
   for (int pass = 0; pass < 2 && !forced && !p->ops; pass++)
     for (int i = 0; i < eng->ndev && !p->ops; i++) {
       const gpar__backend_ops *ops = eng->devs[i]->ops;
-      if (ops->host_alloc && ops->ordered_by_events && (pass == 1 || ops->host_alloc_preferred)) {
+      int preferred = ops->host_alloc_preferred && eng->devs[i]->info.type == GPAR_DEVICE_GPU;
+      if (ops->host_alloc && ops->ordered_by_events && (pass == 1 || preferred)) {
         p->ops = ops;
         p->be = eng->devs[i]->be;
       }

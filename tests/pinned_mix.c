@@ -52,8 +52,12 @@ static void check_status(gpar_engine *eng, const char *mode) {
   unsigned have = backends_with_devices(eng);
   unsigned gpu = have & (GPAR_BACKEND_CUDA | GPAR_BACKEND_OPENCL);
   int want_provider;
-  if (!mode)
-    want_provider = (gpu & GPAR_BACKEND_OPENCL) ? GPAR_BACKEND_OPENCL : (gpu & GPAR_BACKEND_CUDA) ? GPAR_BACKEND_CUDA : 0;
+  int ocl_gpu = gpar_device_find(eng, GPAR_BACKEND_OPENCL, GPAR_DEVICE_GPU, 0) >= 0;
+  if (!mode) /* OpenCL with a GPU, else CUDA, else OpenCL (PoCL), else plain memory */
+    want_provider = ocl_gpu                        ? GPAR_BACKEND_OPENCL
+                    : (gpu & GPAR_BACKEND_CUDA)   ? GPAR_BACKEND_CUDA
+                    : (gpu & GPAR_BACKEND_OPENCL) ? GPAR_BACKEND_OPENCL
+                                                  : 0;
   else
     want_provider = !strcmp(mode, "cuda") ? GPAR_BACKEND_CUDA : !strcmp(mode, "opencl") ? GPAR_BACKEND_OPENCL : 0;
   unsigned want_reg = gpu & ~(unsigned)want_provider;

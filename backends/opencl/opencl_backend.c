@@ -360,9 +360,10 @@ static void gpar__cl_host_free(gpar__backend *be, void *ptr) {
   pthread_mutex_unlock(&be->pin_lock);
 }
 
-/* Another backend's pinned block (core/pinned.c): one CL_MEM_USE_HOST_PTR buffer per platform
- * context, kept until host_unregister, so the driver treats the memory as its own pinned memory
- * (NVIDIA: 54.7 / 54.3 GB/s D2H / H2D for cudaHostAlloc memory so wrapped, 12.6 / 5.8 without).
+/* Another backend's pinned block (core/pinned.c): one CL_MEM_USE_HOST_PTR buffer per context of
+ * a platform with a GPU, kept until host_unregister, so the driver treats the memory as its own
+ * pinned memory (NVIDIA: 54.7 / 54.3 GB/s D2H / H2D for cudaHostAlloc memory so wrapped, 12.6 /
+ * 5.8 without). CPU-only platforms (PoCL) copy with memcpy and get no wrapper.
  * The buffers are never used: copies keep passing the raw pointer to clEnqueueRead/WriteBuffer
  * (a clEnqueueCopyBuffer against such a buffer reads the driver's device-side copy: wrong data). */
 typedef struct gpar__clreg {
@@ -383,6 +384,7 @@ static int gpar__cl_host_register(gpar__backend *be, void *ptr, size_t bytes, vo
   if (!r) return gpar__errorf(GPAR_ENOMEM, "opencl: out of host memory");
   r->n = 0;
   for (int p = 0; p < be->nplat; p++) {
+    if (!be->plats[p].has_gpu) continue;
     cl_int err = CL_SUCCESS;
     cl_mem m = clCreateBuffer(be->plats[p].ctx, CL_MEM_USE_HOST_PTR | CL_MEM_READ_WRITE, bytes, ptr, &err);
     if (!m || err != CL_SUCCESS) {
