@@ -11,10 +11,11 @@
 #define GPAR__CHUNK ((size_t)8 << 20)
 #define GPAR__STAGE_SLOTS 4
 /* gpar_read into pageable memory is bound by the host memcpy out of the staging chunks (one
- * thread: ~5 GB/s on the H200 host). Measured there (bench/probes/p2_pageable.c, warm
- * destination, 4 staging slots, 8 copy-out threads): 16 MB chunks 32.2 / 31.6 GB/s for 64 / 256
- * MB reads, 4 MB chunks 35.5 / 26.5; 4 threads ~20-22; 2 slots no better than 4 threads. So 4
- * slots of 16 MB (less the pool's header, to fill its size class) and up to 8 copy-out parts. */
+ * thread: ~5 GB/s on the H200 host; 8.3 GB/s with 8 threads into never-touched pages). Measured
+ * there (bench/probes/p2_pageable.c, warm destination, GB/s for 64 / 256 MB reads): 4 slots and
+ * 8 copy-out threads: 16 MB chunks 32.2 / 31.6, 4 MB chunks 35.5 / 26.5; 4 MB x 2 slots x 8
+ * threads 20.9 / 19.8; 4 threads ~20-22. So 4 slots of 16 MB (less the pool's header, to fill
+ * its size class exactly) and up to 8 copy-out parts. */
 #define GPAR__READ_CHUNK (((size_t)16 << 20) - GPAR__PIN_HEADER)
 #define GPAR__READ_SLOTS 4
 #define GPAR__READ_PARTS 8
