@@ -2,11 +2,15 @@
 # rule on every device, the installed header, configure's --with-cuda, memory over many
 # engine lifetimes. Kept apart from tests/local.mk (owned by the tests work) so both can change.
 # They join GPAR_TAP_TESTS (tests/local.mk), so they run before oom and the benchmarks.
-GPAR_TAP_TESTS += tests/blas_rules tests/backend_status
+GPAR_TAP_TESTS += tests/blas_rules tests/backend_status tests/engine_cycles
 tests_blas_rules_SOURCES = tests/blas_rules.c $(GPAR_TEST_HDRS)
 tests_blas_rules_LDADD = libgpar.la
 tests_backend_status_SOURCES = tests/backend_status.c $(GPAR_TEST_HDRS)
 tests_backend_status_LDADD = libgpar.la
+# Memory over many engine lifetimes with OpenCL GEMMs (issue 16 finding 3); GPAR_CYCLES=1000 for
+# the full run.
+tests_engine_cycles_SOURCES = tests/engine_cycles.c $(GPAR_TEST_HDRS)
+tests_engine_cycles_LDADD = libgpar.la
 # --with-cuda=DIR takes the toolkit from DIR only: a script that runs configure a few times
 # (seconds each), called from .ci/run rather than make check.
 EXTRA_DIST += tests/configure-with-cuda.sh

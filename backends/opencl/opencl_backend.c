@@ -1,6 +1,7 @@
 /* opencl_backend.c: the OpenCL backend: every device of every ICD platform, one context per
- * platform, four in-order queues per device, ordering through events. Probe, devices, memory,
- * copies and events live here; errors in opencl_errors.c, GEMM in opencl_blas_clblast.c. */
+ * platform (shared by all engines: opencl_contexts.c), four in-order queues per device, ordering
+ * through events. Probe, devices, memory, copies and events live here; errors in
+ * opencl_errors.c, GEMM in opencl_blas_clblast.c. */
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -81,6 +82,8 @@ static int gpar__cl_open(const gpar_config *cfg, gpar__backend **out, int *ndev)
   pthread_mutex_init(&be->pin_lock, NULL);
   pthread_mutex_init(&be->ev_lock, NULL);
   be->pin_plat = -1;
+  gpar__cl_contexts_attach();
+  be->attached = 1;
   int st = GPAR_OK;
   if ((err = clGetPlatformIDs(np, pids, NULL)) != CL_SUCCESS) {
     gpar__log("opencl: clGetPlatformIDs: %s (%d)", gpar__cl_name(err, &st), (int)err);
@@ -112,8 +115,7 @@ static int gpar__cl_open(const gpar_config *cfg, gpar__backend **out, int *ndev)
       free(ids);
       continue;
     }
-    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)pids[p], 0};
-    cl_context ctx = clCreateContext(props, nd, ids, NULL, NULL, &err);
+    cl_context ctx = gpar__cl_context_get(pids[p], nd, ids, &err); /* shared by every engine */
     if (!ctx || err != CL_SUCCESS) {
       gpar__log("opencl: platform %u: clCreateContext: %s (%d); its devices are left out", p,
                 gpar__cl_name(err, &st), (int)err);
@@ -175,6 +177,7 @@ static void gpar__cl_close(gpar__backend *be) {
   }
   for (int p = 0; p < be->nplat; p++)
     if (be->plats[p].ctx) clReleaseContext(be->plats[p].ctx);
+  if (be->attached) gpar__cl_contexts_detach(); /* the last one clears CLBlast's caches */
   free(be->plats);
   free(be->devs);
   pthread_mutex_destroy(&be->pin_lock);

@@ -40,6 +40,14 @@ static int gpar__cl_gemm_scale_c(gpar__bdev *dev, gpar__cllane *ln, const gpar__
   return GPAR_OK;
 }
 
+void gpar__cl_blas_forget(void) {
+  CLBlastStatusCode s = CLBlastClearCache();
+  if (s != CLBlastSuccess) {
+    int st;
+    gpar__log("opencl: CLBlastClearCache: %s (%d)", gpar__cl_name((cl_int)s, &st), (int)s);
+  }
+}
+
 /* CLBlast 1.5.x is not safe when two threads fill its caches for the same key at once (two
  * identical devices' first GEMMs: a heap use-after-free in clblast::Database, seen under ASan
  * with two PoCL devices; fixed upstream in CLBlast PR #495, after 1.5.3). A lane's first call for

@@ -47,6 +47,7 @@ typedef struct gpar__clpin {
 
 struct gpar__backend {
   int nplat, ndev;
+  int attached; /* gpar__cl_contexts_attach was called: detach at close */
   int profiling; /* tracing is on: lanes are profiling queues, event_elapsed works */
   gpar__clplat *plats;
   gpar__cldev *devs;
@@ -108,6 +109,21 @@ GPAR__HIDDEN int gpar__cl_fail(const char *call, cl_int err);
 
 /* The backend's gemm entry (CLBlast on the lane's queue). */
 GPAR__HIDDEN int gpar__cl_gemm(gpar__bdev *dev, int lane, const gpar__gemm_args *a);
+
+/* CLBlast's process-wide caches (programs, which hold their contexts; tuning database) are
+ * cleared. Only when no OpenCL backend is open (opencl_contexts.c). */
+GPAR__HIDDEN void gpar__cl_blas_forget(void);
+
+/* ---- opencl_contexts.c: process-wide contexts, one per platform ---- */
+
+/* A backend opens: contexts stay until every backend that attached has detached. */
+GPAR__HIDDEN void gpar__cl_contexts_attach(void);
+/* The context of platform plat holding its devices ids (created on first use), with a reference
+ * for the caller (clReleaseContext it). Between attach and detach only. */
+GPAR__HIDDEN cl_context gpar__cl_context_get(cl_platform_id plat, cl_uint nd, const cl_device_id *ids, cl_int *err);
+/* A backend closed (after releasing its contexts): the last one releases the contexts and
+ * clears CLBlast's caches. */
+GPAR__HIDDEN void gpar__cl_contexts_detach(void);
 
 /* ---- shared by the backend's files ---- */
 
