@@ -99,6 +99,17 @@ typedef struct gpar__backend_ops {
   /* Pinned host memory usable by every device of every backend; optional (core falls back). */
   int (*host_alloc)(gpar__backend *be, size_t bytes, void **ptr);
   void (*host_free)(gpar__backend *be, void *ptr);
+  /* Make host memory that another backend allocated (host_alloc) count as this backend's pinned
+   * memory, so its copies to and from it run at full rate; optional. *token is what
+   * host_unregister gets back (may be NULL). Slow (milliseconds): called once per pool block,
+   * from any thread; the memory stays allocated until host_unregister returns. A failure leaves
+   * nothing registered and the memory usable (slower) by plain copies. */
+  int (*host_register)(gpar__backend *be, void *ptr, size_t bytes, void **token);
+  void (*host_unregister)(gpar__backend *be, void *token);
+  /* 1: this backend should allocate GPAR_HOST memory whenever it is open, the others register
+   * it: its own host_register is only a hint to the driver (OpenCL's CL_MEM_USE_HOST_PTR), while
+   * theirs pins whatever it is given (cudaHostRegister). See core/pinned.c. */
+  int host_alloc_preferred;
 
   /* Work on a lane. GPU backends enqueue and return; the host backend runs it. */
   int (*copy)(gpar__bdev *dev, int lane, const gpar__copy_args *a);

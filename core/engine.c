@@ -13,7 +13,7 @@ static const gpar__backend_ops *const gpar__backends[] = {&gpar__host_backend, &
                                                           &gpar__opencl_backend};
 
 static const char *const gpar__fault_names[GPAR__FAULT_KINDS] = {
-    "alloc", "pinned", "copy", "gemm", "fill", "user", "event", "completion"};
+    "alloc", "pinned", "copy", "gemm", "fill", "user", "event", "completion", "register"};
 
 double gpar__now(void) {
   struct timespec ts;
@@ -195,15 +195,7 @@ GPAR_API int gpar_init(gpar_engine **out, const gpar_config *cfg) {
   for (size_t i = 0; i < sizeof gpar__backends / sizeof gpar__backends[0] && st == GPAR_OK; i++)
     if (gpar__backends[i] && (eng->cfg.backends & (unsigned)gpar__backends[i]->id))
       st = engine_add_backend(eng, gpar__backends[i]);
-  /* Pinned host memory comes from the first GPU backend that has a device. */
-  const gpar__backend_ops *pin_ops = NULL;
-  gpar__backend *pin_be = NULL;
-  for (int i = 0; i < eng->ndev && !pin_ops; i++)
-    if (eng->devs[i]->ops->host_alloc && eng->devs[i]->ops->ordered_by_events) {
-      pin_ops = eng->devs[i]->ops;
-      pin_be = eng->devs[i]->be;
-    }
-  gpar__pinned_init(&eng->pinned, pin_ops, pin_be, eng->cfg.pinned_limit);
+  gpar__pinned_init(eng); /* which backend pins GPAR_HOST memory, which register it */
   for (int i = 0; i < eng->ndev && st == GPAR_OK; i++) {
     if (eng->devs[i]->ops == &gpar__host_backend) eng->host_dev = eng->devs[i];
     st = gpar__device_start(eng->devs[i]);

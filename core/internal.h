@@ -169,11 +169,20 @@ struct gpar__buf {
   char *errmsg;
 };
 
-/* Pinned host memory pool (pinned.c). */
+/* Pinned host memory pool (pinned.c). A block is GPAR__PIN_HEADER bytes of bookkeeping, then
+ * what the caller asked for; sizes round up to a size class, so a staging chunk that should
+ * fill its class exactly asks for (class size - GPAR__PIN_HEADER). */
+#define GPAR__PIN_HEADER 256 /* keeps user pointers 256-byte aligned */
+#define GPAR__PIN_MAX_REG 3  /* backends that may register blocks (one per backend slot) */
 typedef struct gpar__pinned_pool {
   pthread_mutex_t mu;
   const gpar__backend_ops *ops; /* provider (NULL: plain aligned host memory) */
   gpar__backend *be;
+  /* Every other open backend with host_register: each new block is registered with each. */
+  int nreg;
+  struct { const gpar__backend_ops *ops; gpar__backend *be; } reg[GPAR__PIN_MAX_REG];
+  unsigned long reg_failures; /* registrations refused (those blocks stay unregistered there) */
+  char reg_why[256];          /* the first refusal, for gpar_pinned_status */
   void *free_lists[128];      /* by size class: 4 classes per power of two from 4 KiB */
   size_t held, limit;
 } gpar__pinned_pool;
@@ -186,7 +195,7 @@ typedef struct gpar__trace_rec {
 
 enum {
   GPAR__FAULT_ALLOC, GPAR__FAULT_PINNED, GPAR__FAULT_COPY, GPAR__FAULT_GEMM, GPAR__FAULT_FILL,
-  GPAR__FAULT_USER, GPAR__FAULT_EVENT, GPAR__FAULT_COMPLETION, GPAR__FAULT_KINDS
+  GPAR__FAULT_USER, GPAR__FAULT_EVENT, GPAR__FAULT_COMPLETION, GPAR__FAULT_REGISTER, GPAR__FAULT_KINDS
 };
 
 /* Engine lifecycle (gpar_engine.state). */
@@ -338,7 +347,9 @@ GPAR__HIDDEN void gpar__completer_stop(gpar__device *dev);
 GPAR__HIDDEN int gpar__wait_op(gpar_engine *eng, gpar__op *op);
 
 /* pinned.c */
-GPAR__HIDDEN void gpar__pinned_init(gpar__pinned_pool *p, const gpar__backend_ops *ops, gpar__backend *be, size_t limit);
+/* Pick the provider and the registering backends among eng's open devices (env
+ * GPAR_PINNED_PROVIDER overrides the choice) and set the pool up with eng->cfg.pinned_limit. */
+GPAR__HIDDEN void gpar__pinned_init(gpar_engine *eng);
 GPAR__HIDDEN int gpar__pinned_alloc(gpar_engine *eng, size_t bytes, void **ptr);
 GPAR__HIDDEN void gpar__pinned_free(gpar__pinned_pool *p, void *ptr);
 GPAR__HIDDEN void gpar__pinned_destroy(gpar__pinned_pool *p);

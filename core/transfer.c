@@ -12,6 +12,15 @@
  * path): large enough for full copy bandwidth, small enough that the two legs overlap. */
 #define GPAR__CHUNK ((size_t)8 << 20)
 #define GPAR__STAGE_SLOTS 4
+/* gpar_read into pageable memory is bound by the host memcpy out of the staging chunks (one
+ * thread: ~5 GB/s on the H200 host; 8.3 GB/s with 8 threads into never-touched pages). Measured
+ * there (bench/probes/p2_pageable.c, warm destination, GB/s for 64 / 256 MB reads): 4 slots and
+ * 8 copy-out threads: 16 MB chunks 32.2 / 31.6, 4 MB chunks 35.5 / 26.5; 4 MB x 2 slots x 8
+ * threads 20.9 / 19.8; 4 threads ~20-22. So 4 slots of 16 MB (less the pool's header, to fill
+ * its size class exactly) and up to 8 copy-out parts. */
+#define GPAR__READ_CHUNK (((size_t)16 << 20) - GPAR__PIN_HEADER)
+#define GPAR__READ_SLOTS 4
+#define GPAR__READ_PARTS 8
 #define GPAR__STAGED 1 /* copy_locked: no direct path, stage it */
 
 /* ---------------------------------------------------------------- copies */
@@ -213,12 +222,13 @@ static int read_chunk_locked(gpar_engine *eng, gpar__buf *b, size_t off, void *d
   return st;
 }
 
-/* Copy a staged chunk into (pageable) user memory: one thread's memcpy reaches ~6 GB/s into
+/* Copy a staged chunk into (pageable) user memory: one thread's memcpy reaches ~5 GB/s into
  * malloc memory on the H200 machine, a tenth of the copy engine's rate, so large chunks are
- * split between the calling thread and CPU workers. The parts are internal ops on the CPU
- * device with no buffers, so they order against nothing. */
+ * split between the calling thread and up to GPAR__READ_PARTS - 1 CPU workers (as many as the
+ * host backend has threads). The parts are internal ops on the CPU device with no buffers, so
+ * they order against nothing. */
 static void copy_out(gpar_engine *eng, char *dst, const char *src, size_t len) {
-  enum { MAX_PARTS = 4 };
+  enum { MAX_PARTS = GPAR__READ_PARTS };
   const size_t min_part = (size_t)1 << 20;
   int parts = eng->cfg.host_threads < MAX_PARTS ? eng->cfg.host_threads : MAX_PARTS;
   if (len / min_part < (size_t)parts) parts = (int)(len / min_part);
@@ -267,16 +277,17 @@ static int read_begin_locked(gpar_engine *eng, gpar_buffer src, size_t off, void
 /* A device buffer: device-to-host into pinned chunks, each copied out while the next chunk is
  * in flight. */
 static int read_device(gpar_engine *eng, gpar__buf *b, size_t off, void *user_ptr, size_t bytes) {
-  size_t chunk = bytes < GPAR__CHUNK ? bytes : GPAR__CHUNK;
+  size_t chunk = bytes < GPAR__READ_CHUNK ? bytes : GPAR__READ_CHUNK;
   size_t nchunks = (bytes + chunk - 1) / chunk;
-  int nslots = nchunks < GPAR__STAGE_SLOTS ? (int)nchunks : GPAR__STAGE_SLOTS, st = GPAR_OK;
-  void *slot[GPAR__STAGE_SLOTS];
-  gpar__op *pending[GPAR__STAGE_SLOTS] = {0};
+  int nslots = nchunks < GPAR__READ_SLOTS ? (int)nchunks : GPAR__READ_SLOTS, st = GPAR_OK;
+  void *slot[GPAR__READ_SLOTS];
+  gpar__op *pending[GPAR__READ_SLOTS] = {0};
   for (int i = 0; i < nslots; i++)
     if ((st = gpar__pinned_alloc(eng, chunk, &slot[i]))) {
       nslots = i;
       break;
     }
+  if (nslots > 0) st = GPAR_OK; /* fewer slots (a pinned limit) only means less overlap */
   size_t submitted = 0;
   for (size_t i = 0; i < nchunks && st == GPAR_OK; i++) {
     pthread_mutex_lock(&eng->mu);

@@ -248,6 +248,18 @@ GPAR_API int gpar_fault_inject(gpar_engine *eng, const char *kind, unsigned long
  * valid until gpar_shutdown; ndev or reason may be NULL. GPAR_EINVAL for an unknown id. */
 GPAR_API int gpar_backend_status(gpar_engine *eng, int backend_id, int *ndev, const char **reason);
 
+/* ---- Pinned host memory across backends: who allocates GPAR_HOST memory, who registers it ---- */
+
+/* GPAR_HOST memory comes from one backend's pinned allocator (the provider) and is registered
+ * with every other open GPU backend, so copies to and from it run at the pinned rate on every
+ * device. In *provider the GPAR_BACKEND_* value of the provider (0: plain host memory), in
+ * *registered the GPAR_BACKEND_* bits of the backends that register each block, in *reason ""
+ * or why a registration was refused (the block then stays usable there through slower staged
+ * copies; logged once). Env GPAR_PINNED_PROVIDER=cuda|opencl|host picks the provider at
+ * gpar_init. Fault kind "register" (gpar_fault_inject) makes a registration fail. *reason stays
+ * valid until gpar_shutdown; any pointer may be NULL. */
+GPAR_API int gpar_pinned_status(gpar_engine *eng, int *provider, unsigned *registered, const char **reason);
+
 #ifdef __cplusplus
 }
 #endif

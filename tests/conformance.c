@@ -15,31 +15,11 @@ static void randfill(unsigned char *p, size_t n) {
   for (size_t i = 0; i < n; i++) p[i] = (unsigned char)tu_rand(&rs);
 }
 
-static gpar_buffer mk(int dev, size_t bytes) {
-  gpar_buffer b = {0};
-  int st = gpar_buffer_create(eng, dev, bytes, &b);
-  if (st != GPAR_OK) {
-    printf("Bail out! gpar_buffer_create(dev %d, %zu): %s %s\n", dev, bytes, gpar_status_name(st),
-           gpar_last_error());
-    exit(1);
-  }
-  return b;
-}
+static gpar_buffer mk(int dev, size_t bytes) { return tu_buffer(eng, dev, bytes); }
 
 /* Read a whole buffer and compare it with its shadow. */
 static int same(gpar_buffer b, const unsigned char *shadow, size_t n, const char *what) {
-  unsigned char *got = malloc(n);
-  int st = gpar_read(b, 0, got, n);
-  int r = st == GPAR_OK && !memcmp(got, shadow, n);
-  if (st != GPAR_OK) diag("  %s: gpar_read %s (%s)", what, gpar_status_name(st), gpar_last_error());
-  else if (!r)
-    for (size_t i = 0; i < n; i++)
-      if (got[i] != shadow[i]) {
-        diag("  %s: first difference at byte %zu: %02x, want %02x", what, i, got[i], shadow[i]);
-        break;
-      }
-  free(got);
-  return r;
+  return tu_same(b, shadow, n, what);
 }
 
 static void test_rw_copy_fill(int d, const tu_devinfo *info) {

@@ -17,15 +17,7 @@ static tu_devinfo *infos;
 static int (*armed)[NK];    /* faults armed, per device and kind */
 static int (*observed)[NK]; /* ... and seen where expected */
 
-static gpar_buffer mk(int dev, size_t bytes) {
-  gpar_buffer b = {0};
-  int st = gpar_buffer_create(eng, dev, bytes, &b);
-  if (st != GPAR_OK) {
-    printf("Bail out! gpar_buffer_create(dev %d, %zu): %s %s\n", dev, bytes, gpar_status_name(st), gpar_last_error());
-    exit(1);
-  }
-  return b;
-}
+static gpar_buffer mk(int dev, size_t bytes) { return tu_buffer(eng, dev, bytes); }
 
 static int hostmem(int dev) { return dev == GPAR_HOST || infos[dev].backend_id == GPAR_BACKEND_HOST; }
 

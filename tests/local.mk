@@ -36,6 +36,11 @@ tests_stress_LDADD = libgpar.la
 tests_soak_SOURCES = tests/soak.c $(GPAR_TEST_HDRS)
 tests_soak_LDADD = libgpar.la
 
+# GPAR_HOST memory with every backend open (issue 12): each way of providing pinned memory.
+GPAR_TAP_TESTS += tests/pinned_mix
+tests_pinned_mix_SOURCES = tests/pinned_mix.c $(GPAR_TEST_HDRS)
+tests_pinned_mix_LDADD = libgpar.la
+
 # oom fills whole GPUs, so under `make -j check` it runs alone: after every other test and
 # before the benchmarks. It goes through a generated .tap wrapper, whose .log comes from a
 # suffix rule that may carry dependencies (as tests/bench/*.tap do).

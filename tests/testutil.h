@@ -116,6 +116,35 @@ static inline gpar_engine *tu_engine(unsigned backends, int host_threads, int sy
   return eng;
 }
 
+/* A buffer of `bytes` on dev (or GPAR_HOST); bails out when it cannot be made. */
+static inline gpar_buffer tu_buffer(gpar_engine *eng, int dev, size_t bytes) {
+  gpar_buffer b = {0};
+  int st = gpar_buffer_create(eng, dev, bytes, &b);
+  if (st != GPAR_OK) {
+    printf("Bail out! gpar_buffer_create(dev %d, %zu): %s %s\n", dev, bytes, gpar_status_name(st), gpar_last_error());
+    exit(1);
+  }
+  return b;
+}
+
+/* Read b whole into malloc memory and compare it with its shadow; 1 when equal, else a
+ * diagnostic names the failure or the first differing byte. */
+static inline int tu_same(gpar_buffer b, const unsigned char *shadow, size_t n, const char *what) {
+  unsigned char *got = malloc(n);
+  if (!got) return 0;
+  int st = gpar_read(b, 0, got, n);
+  int r = st == GPAR_OK && !memcmp(got, shadow, n);
+  if (st != GPAR_OK) diag("  %s: gpar_read %s (%s)", what, gpar_status_name(st), gpar_last_error());
+  else if (!r)
+    for (size_t i = 0; i < n; i++)
+      if (got[i] != shadow[i]) {
+        diag("  %s: first difference at byte %zu: %02x, want %02x", what, i, got[i], shadow[i]);
+        break;
+      }
+  free(got);
+  return r;
+}
+
 /* GPAR_BENCH_FULL set and not "0": the benchmark tests run at full size (make bench). */
 static inline int tu_bench_full(void) {
   const char *e = getenv("GPAR_BENCH_FULL");
