@@ -170,6 +170,9 @@ enum {
   GPAR__FAULT_USER, GPAR__FAULT_EVENT, GPAR__FAULT_COMPLETION, GPAR__FAULT_KINDS
 };
 
+/* Slot of a GPAR_BACKEND_* bit in gpar_engine.backend_why: host 0, cuda 1, opencl 2. */
+#define GPAR__BACKEND_SLOT(id) ((id) == GPAR_BACKEND_CUDA ? 1 : (id) == GPAR_BACKEND_OPENCL ? 2 : 0)
+
 struct gpar_engine {
   int slot;
   uint32_t gen;
@@ -214,8 +217,6 @@ struct gpar_engine {
 
 /* engine.c */
 GPAR__HIDDEN gpar_engine *gpar__engine_check(gpar_engine *eng, int *status);
-/* Slot of a GPAR_BACKEND_* bit in gpar_engine.backend_why: host 0, cuda 1, opencl 2. */
-#define GPAR__BACKEND_SLOT(id) ((id) == GPAR_BACKEND_CUDA ? 1 : (id) == GPAR_BACKEND_OPENCL ? 2 : 0)
 GPAR__HIDDEN int gpar__buf_lookup(uint64_t id, gpar__buf **out, gpar_engine **eng_out);
 GPAR__HIDDEN int gpar__buf_get_locked(gpar_engine *eng, uint64_t id, gpar__buf **b);
 GPAR__HIDDEN void gpar__buf_free_locked(gpar_engine *eng, gpar__buf *b);
