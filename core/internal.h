@@ -207,6 +207,9 @@ enum {
   GPAR__ENG_CLOSED   /* drained: every call is refused; threads are joined, memory freed */
 };
 
+/* Slot of a GPAR_BACKEND_* bit in gpar_engine.backend_why: host 0, cuda 1, opencl 2. */
+#define GPAR__BACKEND_SLOT(id) ((id) == GPAR_BACKEND_CUDA ? 1 : (id) == GPAR_BACKEND_OPENCL ? 2 : 0)
+
 struct gpar_engine {
   /* Kept across the slot's lifetimes (never zeroed, the mutex never destroyed), because callers
    * holding a stale handle may still touch them. */
@@ -264,8 +267,6 @@ GPAR__HIDDEN gpar_engine *gpar__engine_enter_buf(gpar_buffer h, int *status);
 GPAR__HIDDEN void gpar__engine_leave(gpar_engine *eng);
 /* Validate without counting the call (prefer enter/leave). */
 GPAR__HIDDEN gpar_engine *gpar__engine_check(gpar_engine *eng, int *status);
-/* Slot of a GPAR_BACKEND_* bit in gpar_engine.backend_why: host 0, cuda 1, opencl 2. */
-#define GPAR__BACKEND_SLOT(id) ((id) == GPAR_BACKEND_CUDA ? 1 : (id) == GPAR_BACKEND_OPENCL ? 2 : 0)
 /* The engine in slot s (0-based), or NULL. */
 GPAR__HIDDEN gpar_engine *gpar__engine_at(uint64_t s);
 GPAR__HIDDEN gpar_engine *gpar__engine_token(gpar_engine *eng);

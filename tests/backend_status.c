@@ -106,8 +106,7 @@ int main(void) {
       continue;
     }
     eng = init_capture(GPAR_BACKEND_HOST | (unsigned)backends[b].id, err, sizeof err);
-    ok(strstr(err, why[b]) != NULL, "%s named and absent: gpar_init says why on stderr ('%s')", backends[b].name,
-       err);
+    ok(strstr(err, why[b]) != NULL, "%s named and absent: gpar_init says why on stderr ('%s')", backends[b].name, err);
     gpar_shutdown(eng);
   }
   return done_testing();
