@@ -229,6 +229,7 @@ static void op_free(gpar_engine *eng, gpar__op *op) {
     atomic_fetch_sub(&eng->events_live, 1);
   }
   if (op->cover) gpar__op_unref_locked(eng, op->cover);
+  gpar__comm_op_free(op);
   edges_free(&op->prods);
   edges_free(&op->succs);
   free(op->acc_more);
@@ -466,6 +467,9 @@ static int exec_op(gpar__device *dev, gpar__op *op) {
       gpar__errorf(st, "user function returned %s", gpar_status_name(st));
     return st;
   }
+  case GPAR__OP_REDUCE:
+  case GPAR__OP_COLL:
+    return gpar__comm_exec(dev, op);
   default:
     return GPAR_OK;
   }
@@ -528,7 +532,10 @@ static void dispatch_one(gpar__device *dev, gpar__op *op, int need_event) {
     if (ops->event_elapsed) record_event(dev, op, GPAR__EVENT_TIMING, &op->start_event);
   }
   if (op->kind == GPAR__OP_GEMM) op->u.gemm.no_event = !need_event;
-  if (st == GPAR_OK) st = atomic_load(&op->dep_failed) ? GPAR_EDEPFAILED : exec_op(dev, op);
+  /* A member of a collective joins even when its input failed (it retires as GPAR_EDEPFAILED
+   * anyway): skipping it would leave the other members waiting for it forever. */
+  if (st == GPAR_OK)
+    st = atomic_load(&op->dep_failed) && op->kind != GPAR__OP_COLL ? GPAR_EDEPFAILED : exec_op(dev, op);
   if (st != GPAR_OK) op_fail(op, st);
   if (!need_event) return; /* a later op of this group on the same lane covers it */
   int rec = record_event(dev, op, tracing && ops->event_elapsed ? GPAR__EVENT_TIMING : 0, &op->event);

@@ -33,7 +33,9 @@ enum {
   GPAR__OP_FILL,   /* u.fill */
   GPAR__OP_GEMM,   /* u.gemm */
   GPAR__OP_USER,   /* u.user */
-  GPAR__OP_NOP     /* orders only (e.g. release of a staging buffer) */
+  GPAR__OP_NOP,    /* orders only (e.g. release of a staging buffer) */
+  GPAR__OP_REDUCE, /* u.reduce: CPU reduction of a staged collective (comm.c) */
+  GPAR__OP_COLL    /* u.coll: one member's part of a backend collective (comm.c) */
 };
 
 /* Op lifecycle (engine lock). */
@@ -97,6 +99,8 @@ struct gpar__op {
     struct { void *mem; size_t off, bytes; unsigned char value; } fill;
     gpar__gemm_args gemm;
     struct { gpar_user_fn fn; void *arg; } user;
+    gpar__reduce_args reduce; /* src/dst arrays malloc'd, freed with the op */
+    gpar__coll_args coll;
   } u;
 };
 
@@ -224,6 +228,10 @@ GPAR__HIDDEN int gpar__buffer_register_locked(gpar_engine *eng, gpar__device *de
 GPAR__HIDDEN int gpar__fault(gpar_engine *eng, int kind);
 GPAR__HIDDEN double gpar__now(void);
 GPAR__HIDDEN extern _Thread_local int gpar__in_op;
+
+/* comm.c */
+GPAR__HIDDEN int gpar__comm_exec(gpar__device *dev, gpar__op *op);
+GPAR__HIDDEN void gpar__comm_op_free(gpar__op *op);
 
 /* pinned.c */
 GPAR__HIDDEN void gpar__pinned_init(gpar__pinned_pool *p, const gpar__backend_ops *ops, gpar__backend *be, size_t limit);

@@ -50,3 +50,8 @@ tests/oom.log: $(GPAR_TAP_TESTS:=.log)
 tests/bench/multi_device.log: tests/oom.log
 # Valgrind memcheck over a subset (called from .ci/run: tests/valgrind.sh BUILDDIR).
 EXTRA_DIST += tests/valgrind.sh
+
+# Collectives on one process (issue 15): host + PoCL device sets against a reference.
+GPAR_TAP_TESTS += tests/comm
+tests_comm_SOURCES = tests/comm.c tests/comm_ref.h $(GPAR_TEST_HDRS)
+tests_comm_LDADD = libgpar.la
