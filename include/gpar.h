@@ -299,6 +299,9 @@ GPAR_API int gpar_comm_create_transport(gpar_engine *eng, const int *devs, int n
                                         const gpar_comm_transport *t, void *ctx, gpar_comm *comm);
 /* The ctx of a live transport communicator; NULL otherwise (gpar_last_error says why). */
 GPAR_API void *gpar_comm_transport_ctx(gpar_comm comm);
+/* Record status and msg as the calling thread's last error (what gpar_last_error returns, and
+ * what an op's failure carries when called inside a user function); returns status. */
+GPAR_API int gpar_error_set(int status, const char *msg);
 /* Size in bytes of one element of dtype (0 for an unknown type). */
 GPAR_API size_t gpar_dtype_size(gpar_dtype dtype);
 
