@@ -397,6 +397,7 @@ static void usage(FILE *f) {
           "                OpenBLAS) on the same shape\n"
           "  overhead      engine cost per op on empty host ops (none, independent, chain, fan-in)\n"
           "                next to a direct call and a thread hand-off; --iters = ops (1e6)\n"
+          BENCH_COMM_USAGE
           "options:\n"
           "  --backend B      host, cuda or opencl (default: first backend with a GPU, else\n"
           "                   opencl when present, else host)\n"
@@ -479,6 +480,8 @@ int main(int argc, char **argv) {
     ctx.o.raw = 1; /* gemm always times the vendor call next to libgpar */
   } else if (!strcmp(ctx.o.subcommand, "overhead")) {
     run = bench_overhead;
+  } else if (bench_comm_subcommand(ctx.o.subcommand, &run)) { /* tools/bench_comm.c */
+    all_devices = 1;
   } else {
     fprintf(stderr, "gpar-bench: unknown subcommand '%s'\n", ctx.o.subcommand);
     usage(stderr);

@@ -9,7 +9,7 @@ tools_gpar_info_LDADD = libgpar.la
 # gpar-bench links the raw vendor baselines of the backends configure found (tools/raw.h:
 # weak symbols, NULL when a file is not built) and OpenBLAS for the host baseline.
 tools_gpar_bench_SOURCES = tools/gpar-bench.c tools/bench_common.h tools/bench_exp.c \
-	tools/bench_gemm.c tools/bench_trace.c tools/raw.h
+	tools/bench_gemm.c tools/bench_trace.c tools/raw.h tools/bench_comm.c tools/raw_nccl.h
 TOOLS_RAW_CPPFLAGS =
 TOOLS_RAW_LIBS =
 if HAVE_CUDA
@@ -17,12 +17,17 @@ tools_gpar_bench_SOURCES += tools/raw_cuda.c
 TOOLS_RAW_CPPFLAGS += $(CUDA_CPPFLAGS)
 TOOLS_RAW_LIBS += $(CUDA_LDFLAGS) $(CUDA_LIBS)
 endif
+if HAVE_NCCL
+tools_gpar_bench_SOURCES += tools/raw_nccl.c
+TOOLS_RAW_CPPFLAGS += $(NCCL_CPPFLAGS)
+TOOLS_RAW_LIBS += $(NCCL_LDFLAGS) $(NCCL_LIBS)
+endif
 if HAVE_OPENCL
 tools_gpar_bench_SOURCES += tools/raw_opencl.c
 TOOLS_RAW_CPPFLAGS += $(OPENCL_CFLAGS) -DCL_TARGET_OPENCL_VERSION=120
 TOOLS_RAW_LIBS += $(OPENCL_LIBS)
 endif
-EXTRA_DIST += tools/raw_cuda.c tools/raw_opencl.c
+EXTRA_DIST += tools/raw_cuda.c tools/raw_opencl.c tools/raw_nccl.c
 tools_gpar_bench_CPPFLAGS = $(AM_CPPFLAGS) $(OPENBLAS_CFLAGS) $(TOOLS_RAW_CPPFLAGS)
 tools_gpar_bench_LDADD = libgpar.la $(TOOLS_RAW_LIBS) $(OPENBLAS_LIBS) -lm
 
