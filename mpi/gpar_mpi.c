@@ -6,6 +6,7 @@
  * done or the timeout passes (see gpar_mpi.h: why no progress thread). */
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -61,8 +62,8 @@ static const char *job_name(int kind) {
   return kind == JOB_SEND ? "gpar_send" : kind == JOB_RECV ? "gpar_recv" : n[kind];
 }
 
-/* Poll req until done or the communicator's timeout passes: spin ~50 us (latency), then sleep
- * 20 us between tests. On timeout a receive is cancelled; anything else breaks the communicator
+/* Poll req until done or the communicator's timeout passes: yield between tests for 1 ms
+ * (latency), then sleep 20 us between tests. On timeout a receive is cancelled; anything else breaks the communicator
  * (a collective cannot be cancelled, a send may already be matched). */
 static int job_wait(gpar__mpi_job *j, MPI_Request *req, const char *what) {
   gpar__mpi_ctx *c = j->c;
@@ -76,9 +77,11 @@ static int job_wait(gpar__mpi_job *j, MPI_Request *req, const char *what) {
     if (flag) return GPAR_OK;
     double t = now_s();
     if (t - start > c->timeout) break;
-    if (t - start > 50e-6) {
+    if (t - start > 1e-3) { /* first 1 ms: yield only (latency); then sleep between tests */
       struct timespec ts = {0, 20000};
       nanosleep(&ts, NULL);
+    } else {
+      sched_yield();
     }
   }
   mpi_lock(c);

@@ -66,3 +66,18 @@ CLEANFILES += bench-multi-device.json bench-copy-overlap.json bench-copy-overlap
 # under `make -j check` (automake orders tests by dependencies between their .log files).
 tests/bench/multi_device.log: $(GPAR_TAP_TESTS:=.log)
 tests/bench/copy_overlap.log: tests/bench/multi_device.log
+
+# gpar-bench-mpi: allreduce across MPI ranks (issue 15), libgpar_mpi next to MPI_Allreduce (host)
+# or a raw ncclAllReduce loop across ranks (cuda).
+EXTRA_DIST += tools/bench_mpi.c tools/raw_nccl_mpi.c
+if HAVE_MPI
+bin_PROGRAMS += tools/gpar-bench-mpi
+tools_gpar_bench_mpi_SOURCES = tools/bench_mpi.c tools/raw_nccl.h
+tools_gpar_bench_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
+tools_gpar_bench_mpi_LDADD = libgpar_mpi.la libgpar.la $(MPI_LIBS)
+if HAVE_NCCL
+tools_gpar_bench_mpi_SOURCES += tools/raw_nccl_mpi.c
+tools_gpar_bench_mpi_CPPFLAGS += $(CUDA_CPPFLAGS) $(NCCL_CPPFLAGS)
+tools_gpar_bench_mpi_LDADD += $(CUDA_LDFLAGS) $(NCCL_LDFLAGS) $(NCCL_LIBS) $(CUDA_LIBS)
+endif
+endif

@@ -10,4 +10,10 @@
  * Returns 0, or -1 after printing why on stderr. */
 int gpar_raw_nccl_allreduce(int n, const int *ordinals, size_t bytes, int iters, double *seconds) __attribute__((weak));
 
+#ifdef GPAR_MPI_H
+/* The same across MPI ranks, one GPU (ordinal) per rank (tools/raw_nccl_mpi.c). */
+int gpar_raw_nccl_mpi_allreduce(MPI_Comm comm, int ordinal, size_t bytes, int iters, double *seconds)
+    __attribute__((weak));
+#endif
+
 #endif
