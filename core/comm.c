@@ -19,8 +19,8 @@
 typedef struct gpar__comm {
   int live;      /* 0 once destroyed */
   int refs;      /* 1 while live + calls in progress (registry lock) */
-  gpar_engine *eng;
-  uint32_t eng_gen;
+  gpar_engine *eng;      /* internal pointer */
+  uint64_t eng_serial;   /* the engine's lifetime it belongs to */
   int nlocal, nmembers, first_local;
   int *devs;             /* flat device index of each local member */
   gpar_buffer *tokens;   /* one per local member: written by every ordered collective */
@@ -42,6 +42,11 @@ GPAR_API int gpar_error_set(int status, const char *msg) {
   return gpar__errorf(status, "%s", msg ? msg : "");
 }
 
+/* The communicator's engine is still the one it was made on, and open. */
+static int comm_engine_open(const gpar__comm *c) {
+  return atomic_load(&c->eng->serial) == c->eng_serial && atomic_load(&c->eng->state) == GPAR__ENG_OPEN;
+}
+
 static void comm_free(gpar__comm *c) {
   free(c->devs);
   free(c->tokens);
@@ -60,7 +65,7 @@ static int comm_get(gpar_comm h, const char *fn, gpar__comm **out) {
     st = gpar__errorf(GPAR_EINVAL, "%s: communicator %#llx is destroyed or invalid", fn, (unsigned long long)h.id);
   pthread_mutex_unlock(&comm_mu);
   if (st) return st;
-  if (!atomic_load(&c->eng->alive) || c->eng->gen != c->eng_gen) {
+  if (!comm_engine_open(c)) {
     gpar_comm_destroy(h); /* its engine is gone: nothing of it can run */
     pthread_mutex_lock(&comm_mu);
     if (--c->refs == 0) comm_free(c);
@@ -127,7 +132,7 @@ static int comm_create(gpar_engine *eng, const int *devs, int ndevs, int nmember
   }
   memcpy(c->devs, devs, sizeof *devs * (size_t)ndevs);
   c->eng = eng;
-  c->eng_gen = eng->gen;
+  c->eng_serial = atomic_load(&eng->serial);
   c->nlocal = ndevs;
   c->nmembers = nmembers;
   c->first_local = first_local;
@@ -187,7 +192,7 @@ GPAR_API int gpar_comm_destroy(gpar_comm h) {
   if (!c)
     return gpar__errorf(GPAR_EINVAL, "gpar_comm_destroy: communicator %#llx is destroyed or invalid",
                         (unsigned long long)h.id);
-  int alive = atomic_load(&c->eng->alive) && c->eng->gen == c->eng_gen;
+  int alive = comm_engine_open(c);
   /* Its last collectives write the tokens: once they are done, nothing uses the backend's or
    * the transport's communicator any more. */
   for (int i = 0; i < c->nlocal && alive; i++)
@@ -249,7 +254,7 @@ static int coll_check(gpar__comm *c, const gpar_coll *a, member *m) {
   for (int i = 0; i < c->nlocal; i++) {
     gpar__buf *b;
     gpar_engine *eng;
-    int st = gpar__buf_lookup(a->bufs[i].id, &b, &eng);
+    int st = gpar__buf_lookup(a->bufs[i], &b, &eng);
     if (st) return gpar__errorf(st, "%s: buffer of member %d: %s", fn, c->first_local + i, gpar__error_msg());
     gpar__device *want = c->eng->devs[c->devs[i]];
     size_t off = a->offs ? a->offs[i] : 0;
@@ -267,7 +272,8 @@ static int coll_check(gpar__comm *c, const gpar_coll *a, member *m) {
     pthread_mutex_unlock(&eng->mu);
     if (st) return st;
     for (int j = 0; j < i; j++)
-      if (m[j].h.id == m[i].h.id) return gpar__errorf(GPAR_EALIAS, "%s: members %d and %d share one buffer", fn, j, i);
+      if (m[j].h.id == m[i].h.id && m[j].h.serial == m[i].h.serial)
+        return gpar__errorf(GPAR_EALIAS, "%s: members %d and %d share one buffer", fn, j, i);
   }
   return GPAR_OK;
 }
@@ -282,7 +288,7 @@ static int coll_backend(gpar__comm *c, const gpar_coll *a, const member *m) {
   for (int i = 0; i < c->nlocal && st == GPAR_OK; i++) {
     gpar__buf *b, *tok;
     pthread_mutex_lock(&eng->mu);
-    if ((st = gpar__buf_get_locked(eng, m[i].h.id, &b)) || (st = gpar__buf_get_locked(eng, c->tokens[i].id, &tok))) {
+    if ((st = gpar__buf_get_locked(eng, m[i].h, &b)) || (st = gpar__buf_get_locked(eng, c->tokens[i], &tok))) {
       pthread_mutex_unlock(&eng->mu);
       break;
     }
@@ -337,22 +343,22 @@ static int submit_reduce(gpar__comm *c, const gpar_coll *a, size_t count, const 
   op->name = "comm_reduce";
   op->u.reduce = (gpar__reduce_args){(int)gpar_dtype_size(a->dtype), (int)a->op, count, nsrc, 0, src, dst};
   gpar__buf *b;
-  if ((st = gpar__buf_get_locked(eng, r.id, &b)) == GPAR_OK) {
+  if ((st = gpar__buf_get_locked(eng, r, &b)) == GPAR_OK) {
     dst[ndst++] = b->mem;
     st = gpar__op_add_access(op, b, GPAR__WRITE);
   }
   for (int i = 0; i < nsrc && st == GPAR_OK; i++)
-    if ((st = gpar__buf_get_locked(eng, srcs[i].id, &b)) == GPAR_OK) {
+    if ((st = gpar__buf_get_locked(eng, srcs[i], &b)) == GPAR_OK) {
       src[i] = (char *)b->mem + soff[i];
       st = gpar__op_add_access(op, b, GPAR__READ);
     }
   for (int i = 0; i < c->nlocal && st == GPAR_OK; i++)
-    if (m[i].host && (st = gpar__buf_get_locked(eng, m[i].h.id, &b)) == GPAR_OK) {
+    if (m[i].host && (st = gpar__buf_get_locked(eng, m[i].h, &b)) == GPAR_OK) {
       dst[ndst++] = (char *)b->mem + m[i].off;
       st = gpar__op_add_access(op, b, GPAR__READ | GPAR__WRITE);
     }
   for (int i = 0; i < c->nlocal && st == GPAR_OK; i++)
-    if ((st = gpar__buf_get_locked(eng, c->tokens[i].id, &b)) == GPAR_OK) st = gpar__op_add_access(op, b, GPAR__WRITE);
+    if ((st = gpar__buf_get_locked(eng, c->tokens[i], &b)) == GPAR_OK) st = gpar__op_add_access(op, b, GPAR__WRITE);
   op->u.reduce.ndst = ndst;
   if (st != GPAR_OK) {
     gpar__op_discard(eng, op); /* frees src with the op */
@@ -423,6 +429,12 @@ static int collective(gpar_comm h, const gpar_coll *a) {
   gpar__comm *c;
   int st = comm_get(h, coll_names[a->kind], &c);
   if (st) return st;
+  /* Counted as a call inside the engine, so a concurrent shutdown frees nothing meanwhile. */
+  gpar_engine *eng = gpar__engine_enter(c->eng, &st);
+  if (!eng) {
+    comm_put(c);
+    return st;
+  }
   member *m = calloc((size_t)c->nlocal, sizeof *m);
   size_t *offs = calloc((size_t)c->nlocal, sizeof *offs);
   if (!m || !offs)
@@ -442,6 +454,7 @@ static int collective(gpar_comm h, const gpar_coll *a) {
   }
   free(m);
   free(offs);
+  gpar__engine_leave(eng);
   comm_put(c);
   return st;
 }
