@@ -28,15 +28,29 @@ int main(int argc, char **argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (rank != 0) dup2(2, 1); /* one TAP stream: rank 0's */
   tap_start();
-  gpar_engine *eng = tu_engine(GPAR_BACKEND_HOST | GPAR_BACKEND_OPENCL, 2, 0);
+  gpar_engine *eng = tu_engine(GPAR_BACKEND_HOST | GPAR_BACKEND_OPENCL | GPAR_BACKEND_CUDA, 2, 0);
   uint64_t seed = 1500;
   const char *e = getenv("GPAR_TEST_SEED");
   if (e && *e) seed = strtoull(e, NULL, 0);
   if (rank == 0) diag("seed %llu, %d ranks, MPI thread level %d", (unsigned long long)seed, size, level);
   int devs[2], ndevs = 0;
-  devs[ndevs++] = gpar_device_find(eng, GPAR_BACKEND_HOST, -1, 0);
-  int cl = gpar_device_find(eng, GPAR_BACKEND_OPENCL, -1, 0);
-  if (rank == 1 && cl >= 0) devs[ndevs++] = cl;
+  /* GPAR_MPI_TEST_CUDA=1 (GPU machine): one GPU per rank (local rank's), NCCL across ranks. */
+  const char *ce = getenv("GPAR_MPI_TEST_CUDA");
+  int cuda = ce && atoi(ce);
+  if (cuda) {
+    MPI_Comm node;
+    int lrank = 0, ngpu = 0;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &lrank);
+    MPI_Comm_free(&node);
+    while (gpar_device_find(eng, GPAR_BACKEND_CUDA, GPAR_DEVICE_GPU, ngpu) >= 0) ngpu++;
+    if (ngpu == 0) bail_out("GPAR_MPI_TEST_CUDA=1 but no CUDA GPU");
+    devs[ndevs++] = gpar_device_find(eng, GPAR_BACKEND_CUDA, GPAR_DEVICE_GPU, lrank % ngpu);
+  } else {
+    devs[ndevs++] = gpar_device_find(eng, GPAR_BACKEND_HOST, -1, 0);
+    int cl = gpar_device_find(eng, GPAR_BACKEND_OPENCL, -1, 0);
+    if (rank == 1 && cl >= 0) devs[ndevs++] = cl;
+  }
 
   gpar_comm comm;
   all_ok(gpar_comm_create_mpi(eng, MPI_COMM_WORLD, devs, ndevs, &comm) == GPAR_OK, "gpar_comm_create_mpi");
@@ -48,8 +62,11 @@ int main(int argc, char **argv) {
   all_ok(nm == nall && first == want_first && nl == ndevs, "members numbered rank by rank");
   if (rank == 0) diag("%d members in all", nm);
   gpar_mpi_info mi;
-  all_ok(gpar_mpi_info_get(comm, &mi) == GPAR_OK && mi.rank == rank && mi.size == size && !mi.nccl,
+  all_ok(gpar_mpi_info_get(comm, &mi) == GPAR_OK && mi.rank == rank && mi.size == size && (cuda || !mi.nccl),
          "gpar_mpi_info_get: rank, size, no NCCL for CPU/OpenCL members");
+  if (rank == 0) diag("collectives through %s", mi.nccl ? "NCCL" : "MPI");
+  if (cuda && getenv("GPAR_MPI_TEST_EXPECT_NCCL"))
+    all_ok(mi.nccl == 1, "GPU members: collectives through NCCL across ranks");
 
   for (int kind = 0; kind < 4; kind++)
     for (int dt = 0; dt < 2; dt++)

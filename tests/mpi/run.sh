@@ -8,7 +8,7 @@ if [ ! -x "$prog" ]; then echo "1..0 # SKIP libgpar_mpi not built (configure fou
 mpirun=${MPIRUN:-mpirun}
 if ! command -v "$mpirun" >/dev/null 2>&1; then echo "1..0 # SKIP no mpirun"; exit 0; fi
 set --
-for v in POCL_DEVICES GPAR_QUIET GPAR_TEST_SEED GPAR_TEST_TIMEOUT GPAR_COMM_TIMEOUT GPAR_BACKENDS; do
+for v in POCL_DEVICES GPAR_QUIET GPAR_TEST_SEED GPAR_TEST_TIMEOUT GPAR_COMM_TIMEOUT GPAR_BACKENDS GPAR_MPI_TEST_CUDA GPAR_MPI_TEST_EXPECT_NCCL GPAR_COMM_STAGED; do
   eval "test -n \"\${$v+set}\"" && set -- "$@" -x "$v"
 done
 exec "$mpirun" --allow-run-as-root --oversubscribe --bind-to none -np "$np" "$@" "$prog"
