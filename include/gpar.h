@@ -244,6 +244,9 @@ GPAR_API int gpar_fault_inject(gpar_engine *eng, const char *kind, unsigned long
  *   same collectives in the same order.
  * - A failure (a vendor error, or an input whose writer failed) reaches the buffers the
  *   collective writes: gpar_wait on them reports it.
+ * - NCCL needs every GPU to enqueue the collectives it shares with other GPUs in one order:
+ *   two communicators over the same GPUs must not have collectives in flight at once unless
+ *   data orders them (e.g. the second reads what the first wrote), or NCCL may deadlock.
  * - Paths: CUDA members of one process with NCCL built use NCCL (ncclCommInitAll, one stream per
  *   device: the peer lane). Every other set (CPU, OpenCL, mixed, CUDA without NCCL) is staged
  *   through GPAR_HOST memory with the engine's copies and one reduction op on the CPU. */

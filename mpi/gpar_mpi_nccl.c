@@ -5,6 +5,7 @@
  * on the op's stream, so each rank's NCCL calls come from one thread per device, in the order the
  * member's token imposes. MPI never sees a device pointer. */
 #include <stdlib.h>
+#include <string.h>
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -31,10 +32,17 @@ int gpar__mpi_nccl_setup(gpar__mpi_ctx *c, int ok) {
   MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, c->mc);
   c->nccl = 0;
   if (!all) return GPAR_OK;
-  ncclUniqueId id;
+  struct {
+    int ok;
+    ncclUniqueId id;
+  } msg;
+  memset(&msg, 0, sizeof msg);
+  msg.ok = 1;
   int st = GPAR_OK;
-  if (c->rank == 0 && ncclGetUniqueId(&id) != ncclSuccess) st = GPAR_EBACKEND;
-  MPI_Bcast(&id, (int)sizeof id, MPI_BYTE, 0, c->mc);
+  if (c->rank == 0) msg.ok = ncclGetUniqueId(&msg.id) == ncclSuccess;
+  MPI_Bcast(&msg, (int)sizeof msg, MPI_BYTE, 0, c->mc); /* every rank learns whether it worked */
+  if (!msg.ok) return gpar__mpi_fail(GPAR_EBACKEND, "ncclGetUniqueId failed on rank 0");
+  ncclUniqueId id = msg.id;
   nccl_state *s = calloc(1, sizeof *s + sizeof s->comms[0] * (size_t)c->nlocal);
   if (s) s->tokens = calloc((size_t)c->nlocal, sizeof *s->tokens);
   if (!s || !s->tokens) {
