@@ -9,6 +9,7 @@
  * - staged path (everything else): copies into GPAR_HOST staging, one GPAR__OP_REDUCE on the
  *   CPU (OpenBLAS axpy for sums), copies back: a small DAG of ordinary engine ops;
  * - transport path (libgpar_mpi): the transport builds the ops through the public API. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -255,7 +256,11 @@ static int coll_check(gpar__comm *c, const gpar_coll *a, member *m) {
     gpar__buf *b;
     gpar_engine *eng;
     int st = gpar__buf_lookup(a->bufs[i], &b, &eng);
-    if (st) return gpar__errorf(st, "%s: buffer of member %d: %s", fn, c->first_local + i, gpar__error_msg());
+    if (st) {
+      char why[256];
+      snprintf(why, sizeof why, "%s", gpar__error_msg()); /* not formatted into itself */
+      return gpar__errorf(st, "%s: buffer of member %d: %s", fn, c->first_local + i, why);
+    }
     gpar__device *want = c->eng->devs[c->devs[i]];
     size_t off = a->offs ? a->offs[i] : 0;
     if (eng != c->eng)
