@@ -14,6 +14,19 @@ static void bad(gpar_engine *eng, int got, int want, const char *what) {
   before = s.ops_submitted;
 }
 
+/* Order probe: a host op that sleeps (slow producer) or records when it ran. */
+typedef struct probe {
+  long sleep_us;
+  int when;
+} probe;
+static atomic_int probe_clock;
+static int probe_fn(const gpar_native *nat, void *arg) {
+  probe *p = arg;
+  if (p->sleep_us) tu_sleep_us(p->sleep_us);
+  p->when = atomic_fetch_add(&probe_clock, 1) + 1;
+  return GPAR_OK;
+}
+
 int main(void) {
   tap_start();
   gpar_engine *eng = tu_engine(0, 0, 0);
@@ -84,6 +97,39 @@ int main(void) {
     for (int i = 0; i < n; i++) gpar_read(b[i], 0, &got[i], 4);
     ok(got[0] == (float)n && got[n - 1] == (float)n, "GPAR_HOST member holds the sum (%g, %g)", got[0], got[n - 1]);
     for (int i = 0; i < n; i++) gpar_buffer_release(b[i]);
+    gpar_comm_destroy(comm);
+  }
+
+  /* The engine never reorders one communicator's collectives: A waits for a slow producer of
+   * its input, B's inputs are ready at once, yet an op reading B's result runs after the slow
+   * producer has finished (B follows A through the communicator's token). */
+  {
+    int *d = sets[0], n = nset[0];
+    gpar_comm comm;
+    gpar_buffer a[4], b[4];
+    gpar_comm_create(eng, d, n, &comm);
+    for (int i = 0; i < n; i++) {
+      gpar_buffer_create(eng, d[i], 256, &a[i]);
+      gpar_buffer_create(eng, d[i], 256, &b[i]);
+      tu_fill_value(a[i], 64, 1.0f);
+      tu_fill_value(b[i], 64, 2.0f);
+    }
+    gpar_wait_all(eng);
+    probe slow = {200000, 0}, after = {0, 0};
+    gpar_submit(eng, d[0], probe_fn, &slow, NULL, 0, &a[0], 1); /* a slow writer of A's input */
+    int st = gpar_allreduce(comm, a, NULL, 64, GPAR_FLOAT, GPAR_SUM);
+    if (st == GPAR_OK) st = gpar_allreduce(comm, b, NULL, 64, GPAR_FLOAT, GPAR_SUM);
+    gpar_submit(eng, d[n - 1], probe_fn, &after, &b[n - 1], 1, NULL, 0);
+    gpar_wait_all(eng);
+    ok(st == GPAR_OK && after.when > slow.when,
+       "collective B ran after collective A, whose input came later (order %d after %d)", after.when, slow.when);
+    float got = 0;
+    gpar_read(b[n - 1], 0, &got, 4);
+    ok(got == 2.0f * n, "B's result (%g)", got);
+    for (int i = 0; i < n; i++) {
+      gpar_buffer_release(a[i]);
+      gpar_buffer_release(b[i]);
+    }
     gpar_comm_destroy(comm);
   }
 
