@@ -1,7 +1,7 @@
 # mpi/local.mk: libgpar_mpi (issue 15), built when configure found MPI (m4/gpar_mpi.m4). It uses
 # libgpar's public API only; with NCCL also found, collectives of all-CUDA communicators go
 # through NCCL across ranks.
-EXTRA_DIST += mpi/gpar_mpi.c mpi/gpar_mpi_internal.h mpi/gpar_mpi_nccl.c mpi/gpar_mpi_nonccl.c gpar_mpi.pc.in
+EXTRA_DIST += include/gpar_mpi.h mpi/gpar_mpi.c mpi/gpar_mpi_internal.h mpi/gpar_mpi_nccl.c mpi/gpar_mpi_nonccl.c gpar_mpi.pc.in
 if HAVE_MPI
 lib_LTLIBRARIES += libgpar_mpi.la
 include_HEADERS += include/gpar_mpi.h
