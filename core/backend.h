@@ -83,6 +83,7 @@ typedef struct gpar__coll_args {
   int elem_size;
   int op;    /* gpar_redop */
   int root;
+  int warned; /* core: the watchdog has reported it */
 } gpar__coll_args;
 
 /* Flags for event_record. */

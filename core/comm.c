@@ -308,7 +308,7 @@ static int coll_backend(gpar__comm *c, const gpar_coll *a, const member *m) {
     op->lane = GPAR__LANE_PEER;
     op->name = coll_names[a->kind] + 5;
     op->u.coll = (gpar__coll_args){(int)a->kind, c->bcomm, i, b->mem, m[i].off, a->count,
-                                   (int)gpar_dtype_size(a->dtype), (int)a->op, a->root};
+                                   (int)gpar_dtype_size(a->dtype), (int)a->op, a->root, 0};
     int mode = a->kind == GPAR_COLL_BROADCAST && a->root == i ? GPAR__READ : GPAR__READ | GPAR__WRITE;
     if (gpar__op_add_access(op, b, mode) || gpar__op_add_access(op, tok, GPAR__WRITE)) {
       gpar__op_discard(eng, op);
@@ -505,4 +505,24 @@ void gpar__comm_op_free(gpar__op *op) {
     free(op->u.reduce.src); /* dst lives in the same block */
     op->u.reduce.src = NULL;
   }
+}
+
+/* Watchdog of backend collectives, called by the device's completion thread while the op is
+ * pending: a collective that some member never joins (mismatched calls) waits forever inside
+ * NCCL, which cannot cancel it. After GPAR_COMM_TIMEOUT seconds (default 300) it is named on
+ * stderr, once, so the hang is never silent. */
+void gpar__comm_watch(gpar__device *dev, gpar__op *op) {
+  static double timeout;
+  if (op->u.coll.warned) return;
+  if (timeout == 0) {
+    const char *e = getenv("GPAR_COMM_TIMEOUT");
+    timeout = e && atof(e) > 0 ? atof(e) : 300.0;
+  }
+  double waited = gpar__now() - op->t_dispatch;
+  if (waited < timeout) return;
+  op->u.coll.warned = 1;
+  fprintf(stderr,
+          "libgpar: %s: collective %s (member %d, %zu elements) not complete after %.0f s: every member must issue "
+          "a communicator's collectives in the same order; the vendor library cannot cancel it and still waits\n",
+          dev->info.name, op->name, op->u.coll.rank, op->u.coll.count, waited);
 }

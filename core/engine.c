@@ -545,6 +545,8 @@ static void dispatch_one(gpar__device *dev, gpar__op *op, int need_event) {
   if (tracing) {
     op->t_dispatch = gpar__now();
     if (ops->event_elapsed) record_event(dev, op, GPAR__EVENT_TIMING, &op->start_event);
+  } else if (op->kind == GPAR__OP_COLL) {
+    op->t_dispatch = gpar__now(); /* for the collective watchdog (comm.c) */
   }
   if (op->kind == GPAR__OP_GEMM) op->u.gemm.no_event = !need_event;
   /* A member of a collective joins even when its input failed (it retires as GPAR_EDEPFAILED
@@ -681,7 +683,10 @@ static void *gpu_completer(void *arg) {
       while ((op = dev->lane_head[l])) {
         gpar__event *ev = op_done_event(op);
         int q = ev ? ops->event_query(ev) : 1;
-        if (q == 0) break;
+        if (q == 0) {
+          if (op->kind == GPAR__OP_COLL) gpar__comm_watch(dev, op);
+          break;
+        }
         dev->lane_head[l] = op->lane_next;
         if (!dev->lane_head[l]) dev->lane_tail[l] = NULL;
         op->async_status = q < 0 ? q : GPAR_OK; /* a failure found by the device */

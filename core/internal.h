@@ -262,6 +262,7 @@ GPAR__HIDDEN extern _Thread_local int gpar__depth; /* entered public calls on th
 /* comm.c */
 GPAR__HIDDEN int gpar__comm_exec(gpar__device *dev, gpar__op *op);
 GPAR__HIDDEN void gpar__comm_op_free(gpar__op *op);
+GPAR__HIDDEN void gpar__comm_watch(gpar__device *dev, gpar__op *op);
 
 /* pinned.c */
 GPAR__HIDDEN void gpar__pinned_init(gpar__pinned_pool *p, const gpar__backend_ops *ops, gpar__backend *be, size_t limit);

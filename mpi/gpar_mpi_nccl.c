@@ -3,20 +3,102 @@
  * rank joins its devices with ncclCommInitRank inside one group. A collective is one user op per
  * local member on that device (gpar_submit): the device's dispatcher thread enqueues the NCCL call
  * on the op's stream, so each rank's NCCL calls come from one thread per device, in the order the
- * member's token imposes. MPI never sees a device pointer. */
+ * member's token imposes. MPI never sees a device pointer.
+ * Watchdog: NCCL cannot cancel a collective that another rank never joins, so a thread polls an
+ * event recorded after each collective and names on stderr, once, one that is not complete after
+ * the communicator's timeout (it does not abort it: the op keeps waiting). */
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
 #include "gpar_mpi_internal.h"
 
+#define WATCH_MAX 256
+
+/* A collective being watched: its event, when it was enqueued, what it was. */
+typedef struct watched {
+  cudaEvent_t ev;
+  double t;
+  unsigned long seq;
+  int kind, warned;
+} watched;
+
 typedef struct nccl_state {
   int n;
   gpar_buffer *tokens; /* one per local member: program order on each device */
+  pthread_t watchdog;
+  int watching, stop;
+  pthread_mutex_t mu;
+  watched w[WATCH_MAX];
+  int nw;
   ncclComm_t comms[];
 } nccl_state;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static const char *kind_name(int kind) {
+  static const char *const n[] = {"gpar_allreduce", "gpar_broadcast", "gpar_reduce_scatter", "gpar_all_gather"};
+  return n[kind];
+}
+
+/* Every 100 ms: forget finished collectives, name those pending past the timeout. */
+static void *watchdog(void *arg) {
+  gpar__mpi_ctx *c = arg;
+  nccl_state *s = c->nccl_state;
+  pthread_mutex_lock(&s->mu);
+  while (!s->stop) {
+    for (int i = 0; i < s->nw;) {
+      watched *w = &s->w[i];
+      cudaError_t q = cudaEventQuery(w->ev);
+      if (q != cudaErrorNotReady) { /* done (or failed: the op reports that itself) */
+        cudaEventDestroy(w->ev);
+        *w = s->w[--s->nw];
+        continue;
+      }
+      double waited = now_s() - w->t;
+      if (!w->warned && waited > c->timeout) {
+        w->warned = 1;
+        fprintf(stderr,
+                "libgpar_mpi: rank %d: %s #%lu through NCCL not complete after %.0f s: every rank must issue a "
+                "communicator's collectives in the same order; NCCL cannot cancel it and still waits\n",
+                c->rank, kind_name(w->kind), w->seq, waited);
+      }
+      i++;
+    }
+    pthread_mutex_unlock(&s->mu);
+    struct timespec ts = {0, 100000000};
+    nanosleep(&ts, NULL);
+    pthread_mutex_lock(&s->mu);
+  }
+  pthread_mutex_unlock(&s->mu);
+  return NULL;
+}
+
+/* Watch the collective just enqueued on stream (dispatcher thread, device current). */
+static void watch(gpar__mpi_job *j, cudaStream_t stream) {
+  nccl_state *s = j->c->nccl_state;
+  cudaEvent_t ev;
+  if (!s->watching || cudaEventCreateWithFlags(&ev, cudaEventDisableTiming) != cudaSuccess) return;
+  if (cudaEventRecord(ev, stream) != cudaSuccess) {
+    cudaEventDestroy(ev);
+    return;
+  }
+  pthread_mutex_lock(&s->mu);
+  if (s->nw < WATCH_MAX)
+    s->w[s->nw++] = (watched){ev, now_s(), j->seq, j->kind, 0};
+  else
+    cudaEventDestroy(ev); /* too many in flight to watch each: the older ones are watched */
+  pthread_mutex_unlock(&s->mu);
+}
 
 static int nccl_fail(ncclResult_t r, const char *what) {
   return gpar__mpi_fail(GPAR_EBACKEND, "%s: %s (%s)", what, ncclGetErrorString(r), ncclGetLastError(NULL));
@@ -64,8 +146,10 @@ int gpar__mpi_nccl_setup(gpar__mpi_ctx *c, int ok) {
   if (r == ncclSuccess) r = r2;
   if (st == GPAR_OK && r != ncclSuccess) st = nccl_fail(r, "ncclCommInitRank");
   for (int i = 0; i < c->nlocal && st == GPAR_OK; i++) st = gpar_buffer_create(c->eng, GPAR_HOST, 64, &s->tokens[i]);
+  pthread_mutex_init(&s->mu, NULL);
   c->nccl_state = s;
   c->nccl = st == GPAR_OK;
+  if (st == GPAR_OK) s->watching = pthread_create(&s->watchdog, NULL, watchdog, c) == 0;
   return st;
 }
 
@@ -85,6 +169,7 @@ static int nccl_run(const gpar_native *nat, void *arg) {
   case GPAR_COLL_REDUCE_SCATTER: r = ncclReduceScatter(p, mine, j->count, dt, op, comm, st); break;
   default: r = ncclAllGather(mine, p, j->count, dt, comm, st); break;
   }
+  if (r == ncclSuccess) watch(j, st);
   ncclResult_t ae = ncclSuccess;
   if (r == ncclSuccess && ncclCommGetAsyncError(comm, &ae) == ncclSuccess && ae != ncclSuccess && ae != ncclInProgress)
     r = ae;
@@ -118,6 +203,14 @@ void gpar__mpi_nccl_destroy(gpar__mpi_ctx *c) {
   if (!s) return;
   for (int i = 0; i < s->n; i++)
     if (s->tokens[i].id) gpar_wait(s->tokens[i]);
+  if (s->watching) {
+    pthread_mutex_lock(&s->mu);
+    s->stop = 1;
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->watchdog, NULL);
+  }
+  for (int i = 0; i < s->nw; i++) cudaEventDestroy(s->w[i].ev);
+  pthread_mutex_destroy(&s->mu);
   for (int i = 0; i < s->n; i++) {
     ncclResult_t ae = ncclSuccess;
     if (!s->comms[i]) continue;
