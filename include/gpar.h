@@ -244,6 +244,8 @@ GPAR_API int gpar_fault_inject(gpar_engine *eng, const char *kind, unsigned long
  *   same collectives in the same order.
  * - A failure (a vendor error, or an input whose writer failed) reaches the buffers the
  *   collective writes: gpar_wait on them reports it.
+ * - A backend collective (NCCL) not complete after GPAR_COMM_TIMEOUT seconds (default 300) is
+ *   named on stderr; NCCL cannot cancel it, so it keeps waiting.
  * - NCCL needs every GPU to enqueue the collectives it shares with other GPUs in one order:
  *   two communicators over the same GPUs must not have collectives in flight at once unless
  *   data orders them (e.g. the second reads what the first wrote), or NCCL may deadlock.

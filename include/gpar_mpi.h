@@ -29,6 +29,8 @@
  *   GPAR_ETIMEDOUT and a message naming the call, its sequence number and the rank. A timed-out
  *   receive or send is cancelled; a timed-out collective cannot be cancelled in MPI, so the
  *   communicator is then broken: every later operation on it fails with GPAR_ETIMEDOUT at once.
+ *   Collectives through NCCL cannot be cancelled: one not complete after the timeout is named
+ *   on stderr (operation number, rank) and keeps waiting.
  * - Errors (an MPI error, a failed staging copy, an input whose writer failed) reach the buffers
  *   of the failed operation as everywhere else. A rank whose input failed skips its part, so the
  *   other ranks report a timeout.
