@@ -26,6 +26,36 @@ static int nccl_check(ncclResult_t r, const char *what) {
                       "%s: %s (%s)", what, ncclGetErrorString(r), ncclGetLastError(NULL));
 }
 
+/* One tiny allreduce on every rank, grouped from this thread, so NCCL makes its connections now
+ * (NCCL connects at a communicator's first collective, which then waits for every rank). Later,
+ * each device's dispatcher issues its own rank's calls, and the first of them would otherwise
+ * hold that dispatcher until the other devices' dispatchers reach the same collective. */
+static int warm_up(struct cuda_nccl *c, const int *bidx) {
+  float *buf[64] = {0};
+  cudaStream_t s[64] = {0};
+  int n = c->n < 64 ? c->n : 64, st = GPAR_OK;
+  for (int r = 0; r < n && st == GPAR_OK; r++) {
+    cudaSetDevice(bidx[r]);
+    st = gpar__cuda_check(cudaMalloc((void **)&buf[r], sizeof(float)), "cudaMalloc");
+    if (st == GPAR_OK) st = gpar__cuda_check(cudaStreamCreateWithFlags(&s[r], cudaStreamNonBlocking), "cudaStreamCreate");
+  }
+  if (st == GPAR_OK) {
+    ncclResult_t res = ncclGroupStart();
+    for (int r = 0; r < n && res == ncclSuccess; r++) res = ncclAllReduce(buf[r], buf[r], 1, ncclFloat, ncclSum, c->comms[r], s[r]);
+    ncclResult_t end = ncclGroupEnd();
+    st = nccl_check(res != ncclSuccess ? res : end, "ncclAllReduce (warm-up)");
+  }
+  for (int r = 0; r < n; r++) {
+    cudaSetDevice(bidx[r]);
+    if (s[r]) {
+      if (st == GPAR_OK) st = gpar__cuda_check(cudaStreamSynchronize(s[r]), "cudaStreamSynchronize (warm-up)");
+      cudaStreamDestroy(s[r]);
+    }
+    if (buf[r]) cudaFree(buf[r]);
+  }
+  return st;
+}
+
 int gpar__cuda_comm_create(gpar__backend *be, const int *bidx, int n, void **out) {
   struct cuda_nccl *c = calloc(1, sizeof *c + sizeof c->comms[0] * (size_t)n);
   if (!c) return gpar__errorf(GPAR_ENOMEM, "out of host memory for an NCCL communicator");
@@ -33,8 +63,11 @@ int gpar__cuda_comm_create(gpar__backend *be, const int *bidx, int n, void **out
   int prev = 0;
   cudaGetDevice(&prev); /* ncclCommInitAll switches devices: restore the caller's */
   int st = nccl_check(ncclCommInitAll(c->comms, n, bidx), "ncclCommInitAll");
+  if (st == GPAR_OK) st = warm_up(c, bidx);
   cudaSetDevice(prev);
   if (st) {
+    for (int r = 0; r < n; r++)
+      if (c->comms[r]) ncclCommDestroy(c->comms[r]);
     free(c);
     return st;
   }
