@@ -9,7 +9,7 @@
 static const char *const gpar__lane_names[GPAR__NLANES] = {"compute", "h2d", "d2h", "peer"};
 
 /* Record a retiring op (engine lock held). */
-void gpar__trace_op(gpar_engine *eng, gpar__op *op) {
+void gpar__trace_op_locked(gpar_engine *eng, gpar__op *op) {
   if (eng->ntrace == eng->captrace) {
     size_t cap = eng->captrace ? eng->captrace * 2 : 4096;
     gpar__trace_rec *t = realloc(eng->trace, sizeof *t * cap);

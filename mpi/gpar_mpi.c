@@ -41,12 +41,6 @@ int gpar__mpi_fail(int status, const char *fmt, ...) {
   return gpar_error_set(status, msg);
 }
 
-static void mpi_lock(const gpar__mpi_ctx *c) {
-  if (c->thread_level < MPI_THREAD_MULTIPLE) pthread_mutex_lock(&mpi_mu);
-}
-static void mpi_unlock(const gpar__mpi_ctx *c) {
-  if (c->thread_level < MPI_THREAD_MULTIPLE) pthread_mutex_unlock(&mpi_mu);
-}
 
 static int mpi_check(int rc, const char *what, const gpar__mpi_job *j) {
   if (rc == MPI_SUCCESS) return GPAR_OK;
@@ -70,9 +64,9 @@ static int job_wait(gpar__mpi_job *j, MPI_Request *req, const char *what) {
   double start = now_s();
   for (;;) {
     int flag = 0;
-    mpi_lock(c);
+    if (c->thread_level < MPI_THREAD_MULTIPLE) pthread_mutex_lock(&mpi_mu);
     int rc = MPI_Test(req, &flag, MPI_STATUS_IGNORE);
-    mpi_unlock(c);
+    if (c->thread_level < MPI_THREAD_MULTIPLE) pthread_mutex_unlock(&mpi_mu);
     if (rc != MPI_SUCCESS) return mpi_check(rc, what, j);
     if (flag) return GPAR_OK;
     double t = now_s();
@@ -84,14 +78,14 @@ static int job_wait(gpar__mpi_job *j, MPI_Request *req, const char *what) {
       sched_yield();
     }
   }
-  mpi_lock(c);
+  if (c->thread_level < MPI_THREAD_MULTIPLE) pthread_mutex_lock(&mpi_mu);
   if (j->kind == JOB_RECV) {
     MPI_Cancel(req);
     MPI_Wait(req, MPI_STATUS_IGNORE);
   } else {
     atomic_store(&c->broken, 1);
   }
-  mpi_unlock(c);
+  if (c->thread_level < MPI_THREAD_MULTIPLE) pthread_mutex_unlock(&mpi_mu);
   return gpar__mpi_fail(GPAR_ETIMEDOUT,
                         "%s #%lu on rank %d of %d: %s not complete after %g s. Every rank must issue the same "
                         "operations on a communicator in the same order (a rank whose input failed skips its part)%s",
@@ -129,9 +123,9 @@ static int run_allreduce(gpar__mpi_job *j) {
   for (size_t done = 0; done < count && st == GPAR_OK;) { /* MPI counts are int */
     size_t len = count - done < (size_t)INT_MAX ? count - done : (size_t)INT_MAX;
     MPI_Request req;
-    mpi_lock(c);
+    if (c->thread_level < MPI_THREAD_MULTIPLE) pthread_mutex_lock(&mpi_mu);
     int rc = MPI_Iallreduce(MPI_IN_PLACE, acc + done * j->esize, (int)len, mpi_type(j->dtype), mpi_op(j->op), c->mc, &req);
-    mpi_unlock(c);
+    if (c->thread_level < MPI_THREAD_MULTIPLE) pthread_mutex_unlock(&mpi_mu);
     if ((st = mpi_check(rc, "MPI_Iallreduce", j)) == GPAR_OK) st = job_wait(j, &req, "MPI_Iallreduce");
     done += len;
   }
@@ -148,9 +142,9 @@ static int run_broadcast(gpar__mpi_job *j) {
   for (size_t done = 0; done < bytes && st == GPAR_OK;) {
     size_t len = bytes - done < (size_t)INT_MAX ? bytes - done : (size_t)INT_MAX;
     MPI_Request req;
-    mpi_lock(c);
+    if (c->thread_level < MPI_THREAD_MULTIPLE) pthread_mutex_lock(&mpi_mu);
     int rc = MPI_Ibcast(buf + done, (int)len, MPI_BYTE, owner, c->mc, &req);
-    mpi_unlock(c);
+    if (c->thread_level < MPI_THREAD_MULTIPLE) pthread_mutex_unlock(&mpi_mu);
     if ((st = mpi_check(rc, "MPI_Ibcast", j)) == GPAR_OK) st = job_wait(j, &req, "MPI_Ibcast");
     done += len;
   }
@@ -173,9 +167,9 @@ static int run_all_gather(gpar__mpi_job *j) {
     displs[r] = (int)((size_t)c->firsts[r] * blk);
   }
   MPI_Request req;
-  mpi_lock(c);
+  if (c->thread_level < MPI_THREAD_MULTIPLE) pthread_mutex_lock(&mpi_mu);
   int rc = MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, acc, counts, displs, MPI_BYTE, c->mc, &req);
-  mpi_unlock(c);
+  if (c->thread_level < MPI_THREAD_MULTIPLE) pthread_mutex_unlock(&mpi_mu);
   int st = mpi_check(rc, "MPI_Iallgatherv", j);
   if (st == GPAR_OK) st = job_wait(j, &req, "MPI_Iallgatherv");
   free(counts);
@@ -187,10 +181,10 @@ static int run_p2p(gpar__mpi_job *j) {
   if (j->bytes > (size_t)INT_MAX)
     return gpar__mpi_fail(GPAR_ENOTSUP, "%s #%lu: messages over 2 GiB are not supported", job_name(j->kind), j->seq);
   MPI_Request req;
-  mpi_lock(c);
+  if (c->thread_level < MPI_THREAD_MULTIPLE) pthread_mutex_lock(&mpi_mu);
   int rc = j->kind == JOB_SEND ? MPI_Isend(j->ptrs[0], (int)j->bytes, MPI_BYTE, j->peer, j->tag, c->mc, &req)
                                : MPI_Irecv(j->ptrs[0], (int)j->bytes, MPI_BYTE, j->peer, j->tag, c->mc, &req);
-  mpi_unlock(c);
+  if (c->thread_level < MPI_THREAD_MULTIPLE) pthread_mutex_unlock(&mpi_mu);
   const char *what = j->kind == JOB_SEND ? "MPI_Isend" : "MPI_Irecv";
   int st = mpi_check(rc, what, j);
   if (st == GPAR_OK) st = job_wait(j, &req, what);
