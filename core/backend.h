@@ -60,6 +60,32 @@ typedef struct gpar__gemm_args {
   int no_event; /* hint: the core records no event right after this GEMM (OpenCL: no cl_event) */
 } gpar__gemm_args;
 
+/* A reduction on the CPU (collectives staged through host memory): dst[0] = src[0] op src[1]
+ * op ... (count elements of elem_size 4 or 8 bytes, op a gpar_redop), then dst[1..] = dst[0].
+ * dst[0] aliases no source; dst[1..] may alias sources. */
+typedef struct gpar__reduce_args {
+  int elem_size;
+  int op;
+  size_t count;
+  int nsrc, ndst;
+  void **src, **dst; /* host pointers, offsets applied */
+} gpar__reduce_args;
+
+/* One member's part of a collective run by the backend's collective library (NCCL): the
+ * backend's communicator from comm_create and this member's rank in it. Offset in bytes. */
+typedef struct gpar__coll_args {
+  int kind;  /* gpar_coll_kind */
+  void *comm;
+  int rank;
+  void *mem;
+  size_t off;
+  size_t count;
+  int elem_size;
+  int op;    /* gpar_redop */
+  int root;
+  int warned; /* core: the watchdog has reported it */
+} gpar__coll_args;
+
 /* Flags for event_record. */
 enum { GPAR__EVENT_TIMING = 1 };
 
@@ -136,6 +162,16 @@ typedef struct gpar__backend_ops {
   int (*can_wait)(gpar__backend *be, int producer_idx, int consumer_idx);
   /* Block until every op enqueued on the lane is done (error paths and shutdown only). */
   int (*lane_sync)(gpar__bdev *dev, int lane);
+
+  /* Collectives (optional; all three or none). comm_create makes one communicator over the
+   * backend devices bidx[0..n-1] (member i = rank i); coll enqueues member rank's part on the
+   * lane (called from that device's dispatcher, one thread per device); comm_destroy after
+   * every coll on it is done. */
+  int (*comm_create)(gpar__backend *be, const int *bidx, int n, void **comm);
+  int (*coll)(gpar__bdev *dev, int lane, const gpar__coll_args *a);
+  void (*comm_destroy)(void *comm);
+  /* CPU reduction for staged collectives (host backend). */
+  int (*reduce)(gpar__bdev *dev, const gpar__reduce_args *a);
 } gpar__backend_ops;
 
 /* The backends compiled in (each defined in its folder; listed by core/backends.c). */

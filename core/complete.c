@@ -51,7 +51,10 @@ static gpar__op *take_done_locked(gpar__device *dev, int *busy) {
     while ((op = dev->lane_head[l])) {
       gpar__event *ev = gpar__op_done_event(op);
       int q = ev ? dev->ops->event_query(ev) : 1;
-      if (q == 0) break;
+      if (q == 0) {
+        if (op->kind == GPAR__OP_COLL) gpar__comm_watch(dev, op);
+        break;
+      }
       dev->lane_head[l] = op->lane_next;
       if (!dev->lane_head[l]) dev->lane_tail[l] = NULL;
       op->async_status = q < 0 ? q : GPAR_OK; /* a failure found by the device */

@@ -94,6 +94,7 @@ static void op_free_locked(gpar_engine *eng, gpar__op *op) {
     atomic_fetch_sub(&eng->events_live, 1);
   }
   if (op->cover) gpar__op_unref_locked(eng, op->cover);
+  gpar__comm_op_free(op);
   edges_free(&op->prods);
   edges_free(&op->succs);
   free(op->acc_more);

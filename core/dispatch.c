@@ -38,6 +38,9 @@ int gpar__op_run(gpar__device *dev, gpar__op *op) {
   }
   case GPAR__OP_NOP:
     return GPAR_OK;
+  case GPAR__OP_REDUCE:
+  case GPAR__OP_COLL:
+    return gpar__comm_exec(dev, op);
   }
   return gpar__errorf(GPAR_ENOTSUP, "unknown op kind %d", op->kind);
 }
@@ -101,9 +104,14 @@ static void dispatch_one(gpar__device *dev, gpar__op *op, int need_event) {
   if (tracing) {
     op->t_dispatch = gpar__now();
     if (ops->event_elapsed) record_event(dev, op, GPAR__EVENT_TIMING, &op->start_event);
+  } else if (op->kind == GPAR__OP_COLL) {
+    op->t_dispatch = gpar__now(); /* for the collective watchdog (comm.c) */
   }
   if (op->kind == GPAR__OP_GEMM) op->u.gemm.no_event = !need_event;
-  if (st == GPAR_OK) st = atomic_load(&op->dep_failed) ? GPAR_EDEPFAILED : gpar__op_run(dev, op);
+  /* A member of a collective joins even when its input failed (it retires as GPAR_EDEPFAILED
+   * anyway): skipping it would leave the other members waiting for it forever. */
+  if (st == GPAR_OK)
+    st = atomic_load(&op->dep_failed) && op->kind != GPAR__OP_COLL ? GPAR_EDEPFAILED : gpar__op_run(dev, op);
   if (st != GPAR_OK) gpar__op_fail(op, st);
   if (!need_event) return; /* a later op of this group on the same lane covers it */
   int rec = record_event(dev, op, tracing && ops->event_elapsed ? GPAR__EVENT_TIMING : 0, &op->event);

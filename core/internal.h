@@ -50,7 +50,9 @@ enum {
   GPAR__OP_FILL,   /* u.fill */
   GPAR__OP_GEMM,   /* u.gemm */
   GPAR__OP_USER,   /* u.user */
-  GPAR__OP_NOP     /* orders only (e.g. release of a staging buffer) */
+  GPAR__OP_NOP,    /* orders only (e.g. release of a staging buffer) */
+  GPAR__OP_REDUCE, /* u.reduce: CPU reduction of a staged collective (comm.c) */
+  GPAR__OP_COLL    /* u.coll: one member's part of a backend collective (comm.c) */
 };
 
 /* Op lifecycle (engine lock). Each step goes to the next state only (asserted). */
@@ -115,6 +117,8 @@ struct gpar__op {
     struct { void *mem; size_t off, bytes; unsigned char value; } fill;
     gpar__gemm_args gemm;
     struct { gpar_user_fn fn; void *arg; } user;
+    gpar__reduce_args reduce; /* src/dst arrays malloc'd, freed with the op */
+    gpar__coll_args coll;
   } u;
 };
 
@@ -346,6 +350,11 @@ GPAR__HIDDEN void gpar__completer_stop(gpar__device *dev);
 
 /* wait.c */
 GPAR__HIDDEN int gpar__wait_op(gpar_engine *eng, gpar__op *op);
+
+/* comm.c */
+GPAR__HIDDEN int gpar__comm_exec(gpar__device *dev, gpar__op *op);
+GPAR__HIDDEN void gpar__comm_op_free(gpar__op *op);
+GPAR__HIDDEN void gpar__comm_watch(gpar__device *dev, gpar__op *op);
 
 /* pinned.c */
 /* Pick the provider and the registering backends among eng's open devices (env

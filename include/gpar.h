@@ -259,6 +259,92 @@ GPAR_API int gpar_backend_status(gpar_engine *eng, int backend_id, int *ndev, co
  * gpar_init. Fault kind "register" (gpar_fault_inject) makes a registration fail. *reason stays
  * valid until gpar_shutdown; any pointer may be NULL. */
 GPAR_API int gpar_pinned_status(gpar_engine *eng, int *provider, unsigned *registered, const char **reason);
+/* ---------------------------------------------------------------- communicators and collectives
+ * (issue 15). A communicator is a set of member devices; a collective takes one buffer per member
+ * (bufs[i] on member i's device; on the CPU member a GPAR_HOST buffer is fine too), an element
+ * offset per member (offs NULL: all 0) and an element count. It is ordered with every other op
+ * on those buffers like any op: it starts once their earlier writers (and, for the buffers it
+ * writes, earlier readers) are done, and later ops see its result.
+ * Rules:
+ * - Collectives of one communicator run in the order they were issued, on every member, never
+ *   reordered by the engine even when their inputs become ready in another order (each one
+ *   writes a hidden per-member token). Across processes (gpar_mpi.h) every rank must issue the
+ *   same collectives in the same order.
+ * - A failure (a vendor error, or an input whose writer failed) reaches the buffers the
+ *   collective writes: gpar_wait on them reports it.
+ * - A backend collective (NCCL) not complete after GPAR_COMM_TIMEOUT seconds (default 300) is
+ *   named on stderr; NCCL cannot cancel it, so it keeps waiting.
+ * - NCCL needs every GPU to enqueue the collectives it shares with other GPUs in one order:
+ *   two communicators over the same GPUs must not have collectives in flight at once unless
+ *   data orders them (e.g. the second reads what the first wrote), or NCCL may deadlock.
+ * - Paths: CUDA members of one process with NCCL built use NCCL (ncclCommInitAll, one stream per
+ *   device: the peer lane). Every other set (CPU, OpenCL, mixed, CUDA without NCCL) is staged
+ *   through GPAR_HOST memory with the engine's copies and one reduction op on the CPU. */
+
+/* A communicator handle; a destroyed one is reported (GPAR_EINVAL), never dereferenced. */
+typedef struct gpar_comm {
+  uint64_t id; /* opaque; 0 is never valid */
+} gpar_comm;
+
+/* Element types of collectives. */
+typedef enum { GPAR_FLOAT = 0, GPAR_DOUBLE = 1 } gpar_dtype;
+/* Reductions of collectives. */
+typedef enum { GPAR_SUM = 0, GPAR_MAX = 1, GPAR_MIN = 2 } gpar_redop;
+
+/* Create a communicator over ndevs distinct devices of eng (indices of the flat list). */
+GPAR_API int gpar_comm_create(gpar_engine *eng, const int *devs, int ndevs, gpar_comm *comm);
+/* Wait for the communicator's collectives, then free it; the handle is invalid at once. */
+GPAR_API int gpar_comm_destroy(gpar_comm comm);
+/* Members in all (nmembers), and this process's members: global indices first_local ..
+ * first_local + nlocal - 1 (one process: 0 and nmembers). Any pointer may be NULL. */
+GPAR_API int gpar_comm_info(gpar_comm comm, int *nmembers, int *first_local, int *nlocal);
+
+/* Every member's bufs[i][offs[i] .. +count) becomes the element-wise reduction over members. */
+GPAR_API int gpar_allreduce(gpar_comm comm, const gpar_buffer *bufs, const size_t *offs, size_t count,
+                            gpar_dtype dtype, gpar_redop op);
+/* Every member's range becomes member `root`'s (a global member index). */
+GPAR_API int gpar_broadcast(gpar_comm comm, const gpar_buffer *bufs, const size_t *offs, size_t count,
+                            gpar_dtype dtype, int root);
+/* In place, NCCL's layout: each range holds nmembers blocks of count elements; afterwards member
+ * r's block r holds the reduction of every member's block r (other blocks: unspecified). */
+GPAR_API int gpar_reduce_scatter(gpar_comm comm, const gpar_buffer *bufs, const size_t *offs, size_t count,
+                                 gpar_dtype dtype, gpar_redop op);
+/* In place: each range holds nmembers blocks of count elements; member r contributes its block
+ * r, and afterwards every member holds all blocks. */
+GPAR_API int gpar_all_gather(gpar_comm comm, const gpar_buffer *bufs, const size_t *offs, size_t count,
+                             gpar_dtype dtype);
+
+/* Transports (for libgpar_mpi; applications do not need these). A transport runs the
+ * collectives of a communicator whose members span processes; the core checks every argument
+ * (handles, ranges, devices) before calling it, with offs never NULL. */
+typedef enum { GPAR_COLL_ALLREDUCE, GPAR_COLL_BROADCAST, GPAR_COLL_REDUCE_SCATTER, GPAR_COLL_ALL_GATHER } gpar_coll_kind;
+/* One collective as the transport receives it (bufs/offs: this process's nlocal members). */
+typedef struct gpar_coll {
+  gpar_coll_kind kind;
+  const gpar_buffer *bufs;
+  const size_t *offs;
+  size_t count;
+  gpar_dtype dtype;
+  gpar_redop op;
+  int root; /* broadcast: global member index */
+} gpar_coll;
+/* A transport's entry points: collective submits the work (engine ops) and returns at once;
+ * destroy frees ctx after its ops are done. */
+typedef struct gpar_comm_transport {
+  int (*collective)(void *ctx, const gpar_coll *coll);
+  void (*destroy)(void *ctx);
+} gpar_comm_transport;
+/* Create a communicator of nmembers members, of which this process holds devs[0..ndevs-1] as
+ * global members first_local.., run by transport t with context ctx. */
+GPAR_API int gpar_comm_create_transport(gpar_engine *eng, const int *devs, int ndevs, int nmembers, int first_local,
+                                        const gpar_comm_transport *t, void *ctx, gpar_comm *comm);
+/* The ctx of a live transport communicator; NULL otherwise (gpar_last_error says why). */
+GPAR_API void *gpar_comm_transport_ctx(gpar_comm comm);
+/* Record status and msg as the calling thread's last error (what gpar_last_error returns, and
+ * what an op's failure carries when called inside a user function); returns status. */
+GPAR_API int gpar_error_set(int status, const char *msg);
+/* Size in bytes of one element of dtype (0 for an unknown type). */
+GPAR_API size_t gpar_dtype_size(gpar_dtype dtype);
 
 #ifdef __cplusplus
 }

@@ -65,3 +65,18 @@ fuzz:
 .PHONY: fuzz
 EXTRA_DIST += tests/fuzz/run.sh tests/fuzz/api_fuzz.c tests/fuzz/corpus tests/fuzz/replay.sh tests/fuzz/replay_main.c \
 	tests/fuzz/sources.sh
+# Collectives on one process (issue 15): host + PoCL device sets against a reference.
+GPAR_TAP_TESTS += tests/comm
+tests_comm_SOURCES = tests/comm.c tests/comm_ref.h $(GPAR_TEST_HDRS)
+tests_comm_LDADD = libgpar.la
+
+# libgpar_mpi across ranks (issue 15): mpirun -np 2 and -np 3 on this host (tests/mpi/run.sh);
+# they skip when MPI is not built.
+TESTS += tests/mpi/np2.tap tests/mpi/np3.tap
+EXTRA_DIST += tests/mpi/run.sh tests/mpi/np2.tap tests/mpi/np3.tap tests/mpi/comm_mpi.c
+if HAVE_MPI
+check_PROGRAMS += tests/mpi/comm_mpi
+tests_mpi_comm_mpi_SOURCES = tests/mpi/comm_mpi.c tests/comm_ref.h $(GPAR_TEST_HDRS)
+tests_mpi_comm_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
+tests_mpi_comm_mpi_LDADD = libgpar_mpi.la libgpar.la $(MPI_LIBS)
+endif

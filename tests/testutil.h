@@ -257,4 +257,14 @@ static inline size_t tu_check_gemm(const float *a, const float *b, const float *
   return bad;
 }
 
+/* Write count floats of value v at the start of buf; a status. */
+static inline int tu_fill_value(gpar_buffer buf, size_t count, float v) {
+  float *h = malloc(count * sizeof *h);
+  if (!h) return GPAR_ENOMEM;
+  for (size_t i = 0; i < count; i++) h[i] = v;
+  int st = gpar_write(buf, 0, h, count * sizeof *h);
+  free(h);
+  return st;
+}
+
 #endif

@@ -160,6 +160,13 @@ typedef struct bench_series {
 int bench_crossover(const bench_series *s, int raw);
 /* Write the SVG. Returns 0, or -1 after printing why. */
 int bench_chart_svg(const char *path, const char *title, const bench_series *s, int ns);
+/* tools/bench_comm.c: allreduce and data-parallel; 1 and *run set when name is one of them. */
+int bench_comm_subcommand(const char *name, int (**run)(bench_ctx *));
+#define BENCH_COMM_USAGE                                                                        \
+  "  allreduce     gpar_allreduce (float sum) over all selected devices, 8 B to --size MiB\n"   \
+  "                (GPU 512, CPU 8): time, algbw, busbw = algbw x 2(n-1)/n; --raw: ncclAllReduce\n" \
+  "  data-parallel per device 8 GEMM layers (--size, GPU 4096) forward, backward with each\n"    \
+  "                gradient allreduced at once, update; 1 device vs all, with/without allreduce\n"
 
 /* Read a Chrome trace-event JSON (one event per line) and write an SVG timeline.
  * Returns 0, or -1 after printing why on stderr. */

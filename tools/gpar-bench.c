@@ -477,6 +477,7 @@ static void usage(FILE *f) {
           "                prints a table, writes --json and an SVG chart (--svg)\n"
           "  report        report A.json B.json ...: merges sweep records (backends, machines)\n"
           "                into Markdown on stdout, with SVG charts in --outdir\n"
+          BENCH_COMM_USAGE
           "\n"
           "Options:\n"
           "  --backend B      host, cuda or opencl (default: first backend with a GPU, else\n"
@@ -616,6 +617,8 @@ int main(int argc, char **argv) {
     int rc = bench_sweep(&ctx);
     free(ctx.seen);
     return rc;
+  } else if (bench_comm_subcommand(ctx.o.subcommand, &run)) { /* tools/bench_comm.c */
+    all_devices = 1;
   } else {
     fprintf(stderr, "gpar-bench: unknown subcommand '%s'\n", ctx.o.subcommand);
     usage(stderr);

@@ -10,7 +10,8 @@ tools_gpar_info_LDADD = libgpar.la
 # weak symbols, NULL when a file is not built) and OpenBLAS for the host baseline.
 tools_gpar_bench_SOURCES = tools/gpar-bench.c tools/bench_common.h tools/bench_exp.c \
 	tools/bench_gemm.c tools/bench_trace.c tools/raw.h tools/bench_meta.c tools/bench_sweep.c \
-	tools/bench_chart.c tools/bench_report.c
+	tools/bench_chart.c tools/bench_report.c \
+	tools/bench_comm.c tools/raw_nccl.h
 TOOLS_RAW_CPPFLAGS =
 TOOLS_RAW_LIBS =
 if HAVE_CUDA
@@ -18,12 +19,17 @@ tools_gpar_bench_SOURCES += tools/raw_cuda.c
 TOOLS_RAW_CPPFLAGS += $(CUDA_CPPFLAGS)
 TOOLS_RAW_LIBS += $(CUDA_LDFLAGS) $(CUDA_LIBS)
 endif
+if HAVE_NCCL
+tools_gpar_bench_SOURCES += tools/raw_nccl.c
+TOOLS_RAW_CPPFLAGS += $(NCCL_CPPFLAGS)
+TOOLS_RAW_LIBS += $(NCCL_LDFLAGS) $(NCCL_LIBS)
+endif
 if HAVE_OPENCL
 tools_gpar_bench_SOURCES += tools/raw_opencl.c
 TOOLS_RAW_CPPFLAGS += $(OPENCL_CFLAGS) -DCL_TARGET_OPENCL_VERSION=120
 TOOLS_RAW_LIBS += $(OPENCL_LIBS)
 endif
-EXTRA_DIST += tools/raw_cuda.c tools/raw_opencl.c
+EXTRA_DIST += tools/raw_cuda.c tools/raw_opencl.c tools/raw_nccl.c
 # `gpar-bench report` reads JSON with jansson; without it the subcommand says it was not built.
 if HAVE_JANSSON
 TOOLS_RAW_CPPFLAGS += -DGPAR_HAVE_JANSSON=1 $(JANSSON_CFLAGS)
@@ -121,3 +127,18 @@ clean-sweep-test:
 	rm -rf tests/bench/sweep.d
 .PHONY: clean-sweep-test
 tests/bench/copy_overlap.log: tests/bench/multi_device.log
+
+# gpar-bench-mpi: allreduce across MPI ranks (issue 15), libgpar_mpi next to MPI_Allreduce (host)
+# or a raw ncclAllReduce loop across ranks (cuda).
+EXTRA_DIST += tools/bench_mpi.c tools/raw_nccl_mpi.c
+if HAVE_MPI
+bin_PROGRAMS += tools/gpar-bench-mpi
+tools_gpar_bench_mpi_SOURCES = tools/bench_mpi.c tools/raw_nccl.h
+tools_gpar_bench_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
+tools_gpar_bench_mpi_LDADD = libgpar_mpi.la libgpar.la $(MPI_LIBS)
+if HAVE_NCCL
+tools_gpar_bench_mpi_SOURCES += tools/raw_nccl_mpi.c
+tools_gpar_bench_mpi_CPPFLAGS += $(CUDA_CPPFLAGS) $(NCCL_CPPFLAGS)
+tools_gpar_bench_mpi_LDADD += $(CUDA_LDFLAGS) $(NCCL_LDFLAGS) $(NCCL_LIBS) $(CUDA_LIBS)
+endif
+endif

@@ -75,4 +75,10 @@ GPAR__HIDDEN void gpar__cuda_blas_close(struct cuda_dev *d);
 /* The backend's gemm entry (cuBLAS on the compute lane). */
 GPAR__HIDDEN int gpar__cuda_gemm(gpar__bdev *dev, int lane, const gpar__gemm_args *a);
 
+/* ---- cuda_nccl.c (built with NCCL only: weak, NULL otherwise) ---- */
+
+GPAR__HIDDEN int gpar__cuda_comm_create(gpar__backend *be, const int *bidx, int n, void **comm) __attribute__((weak));
+GPAR__HIDDEN int gpar__cuda_coll(gpar__bdev *dev, int lane, const gpar__coll_args *a) __attribute__((weak));
+GPAR__HIDDEN void gpar__cuda_comm_destroy(void *comm) __attribute__((weak));
+
 #endif

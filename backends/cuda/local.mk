@@ -1,7 +1,7 @@
 # backends/cuda/local.mk: the CUDA backend (plain C over cudart + cuBLAS), built when configure
 # found the toolkit.
 CUDA_SOURCES = backends/cuda/cuda_internal.h backends/cuda/cuda_backend.c backends/cuda/cuda_blas_cublas.c
-EXTRA_DIST += $(CUDA_SOURCES)
+EXTRA_DIST += $(CUDA_SOURCES) backends/cuda/cuda_nccl.c
 if HAVE_CUDA
 noinst_LTLIBRARIES += libgpar_cuda.la
 libgpar_cuda_la_SOURCES = $(CUDA_SOURCES)
@@ -9,4 +9,12 @@ libgpar_cuda_la_CPPFLAGS = $(LIB_CPPFLAGS) $(CUDA_CPPFLAGS)
 libgpar_cuda_la_CFLAGS = $(LIB_CFLAGS)
 libgpar_la_LIBADD += libgpar_cuda.la $(CUDA_LIBS)
 libgpar_la_LDFLAGS += $(CUDA_LDFLAGS)
+# NCCL collectives (issue 15), when configure found NCCL (m4/gpar_nccl.m4).
+if HAVE_NCCL
+libgpar_cuda_la_SOURCES += backends/cuda/cuda_nccl.c
+libgpar_cuda_la_CPPFLAGS += $(NCCL_CPPFLAGS)
+libgpar_la_LIBADD += $(NCCL_LIBS)
+libgpar_la_LDFLAGS += $(NCCL_LDFLAGS)
 endif
+endif
+

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "host_internal.h"
 
 struct gpar__backend {
   int unused;
@@ -139,4 +140,5 @@ const gpar__backend_ops gpar__host_backend = {
     .copy = host_copy,
     .fill = host_fill,
     .gemm = host_gemm,
+    .reduce = gpar__host_reduce,
 };
