@@ -253,7 +253,8 @@ static int edge_on_device(const gpar__op *p, const gpar__op *c) {
   const gpar__device *pd = p->dev, *cd = c->dev;
   /* A backend whose host-to-device copies may read host memory when enqueued (NVIDIA's OpenCL
    * stages the source at enqueue) cannot order that read behind an event: wait for retirement. */
-  if (c->kind == GPAR__OP_COPY && c->u.copy.kind == GPAR__COPY_H2D && cd->ops->h2d_reads_at_enqueue) return 0;
+  if ((c->kind == GPAR__OP_COPY && c->u.copy.kind == GPAR__COPY_H2D) || c->kind == GPAR__OP_GRAPH)
+    if (cd->ops->h2d_reads_at_enqueue) return 0;
   return pd->ops == cd->ops && pd->ops->ordered_by_events &&
          (pd == cd || pd->ops->can_wait(pd->be, pd->bidx, cd->bidx));
 }
@@ -298,6 +299,7 @@ static void retire_locked(gpar_engine *eng, gpar__op *op);
  * buffer it touches and queues it on its device when nothing holds it back. With *keep, an
  * extra reference is returned for gpar__wait_op (synchronous mode, gpar_read). */
 int gpar__op_submit(gpar_engine *eng, gpar__op *op, int keep) {
+  if (gpar__graph_recording(eng)) return gpar__graph_record_locked(eng, op); /* graph.c */
   int st = GPAR_OK;
   op->refs = 1 + (keep ? 1 : 0);
   op->state = GPAR__ST_WAITING;
@@ -466,10 +468,14 @@ static int exec_op(gpar__device *dev, gpar__op *op) {
       gpar__errorf(st, "user function returned %s", gpar_status_name(st));
     return st;
   }
+  case GPAR__OP_GRAPH:
+    return gpar__graph_exec(dev, op);
   default:
     return GPAR_OK;
   }
 }
+
+int gpar__exec_op(gpar__device *dev, gpar__op *op) { return exec_op(dev, op); }
 
 /* CPU workers: run one op to completion, then retire it. */
 static void *host_worker(void *arg) {
@@ -723,8 +729,9 @@ GPAR_API int gpar_wait(gpar_buffer handle) {
   gpar_engine *eng;
   int st = gpar__buf_lookup(handle.id, &b, &eng);
   if (st) return st;
-  if (gpar__in_op) {
+  if (gpar__in_op || gpar__graph_recording(eng)) {
     pthread_mutex_unlock(&eng->mu);
+    if (!gpar__in_op) return gpar__errorf(GPAR_ERECORDING, "gpar_wait called while this thread records a graph");
     return gpar__errorf(GPAR_EDEADLK, "gpar_wait called from inside an operation");
   }
   gpar__op *w = b->writer;
@@ -743,6 +750,8 @@ GPAR_API int gpar_wait_all(gpar_engine *eng) {
   int st;
   if (!(eng = gpar__engine_check(eng, &st))) return st;
   if (gpar__in_op) return gpar__errorf(GPAR_EDEADLK, "gpar_wait_all called from inside an operation");
+  if (gpar__graph_recording(eng))
+    return gpar__errorf(GPAR_ERECORDING, "gpar_wait_all called while this thread records a graph");
   pthread_mutex_lock(&eng->mu);
   uint64_t target = eng->seq;
   eng->nwaiters++;
@@ -994,8 +1003,10 @@ GPAR_API int gpar_shutdown(gpar_engine *eng) {
   int st;
   if (!(eng = gpar__engine_check(eng, &st))) return st;
   if (gpar__in_op) return gpar__errorf(GPAR_EDEADLK, "gpar_shutdown called from inside an operation");
+  if (gpar__graph_recording(eng)) memset(&gpar__rec, 0, sizeof gpar__rec); /* recording dropped */
   st = gpar_wait_all(eng);
   atomic_store(&eng->alive, 0);
+  gpar__graph_shutdown(eng);
   if (eng->tracing) gpar__trace_write(eng);
   engine_free_resources(eng);
   pthread_mutex_lock(&gpar__registry_mu);

@@ -17,6 +17,7 @@
 typedef struct gpar__op gpar__op;
 typedef struct gpar__buf gpar__buf;
 typedef struct gpar__device gpar__device;
+typedef struct gpar__graph_part gpar__graph_part;
 
 /* Access modes of an op on a buffer. */
 enum { GPAR__READ = 1, GPAR__WRITE = 2 };
@@ -33,7 +34,8 @@ enum {
   GPAR__OP_FILL,   /* u.fill */
   GPAR__OP_GEMM,   /* u.gemm */
   GPAR__OP_USER,   /* u.user */
-  GPAR__OP_NOP     /* orders only (e.g. release of a staging buffer) */
+  GPAR__OP_NOP,    /* orders only (e.g. release of a staging buffer) */
+  GPAR__OP_GRAPH   /* u.graph: one part of a graph launch (graph.c) */
 };
 
 /* Op lifecycle (engine lock). */
@@ -97,6 +99,7 @@ struct gpar__op {
     struct { void *mem; size_t off, bytes; unsigned char value; } fill;
     gpar__gemm_args gemm;
     struct { gpar_user_fn fn; void *arg; } user;
+    struct { gpar__graph_part *part; } graph;
   } u;
 };
 
@@ -224,6 +227,22 @@ GPAR__HIDDEN int gpar__buffer_register_locked(gpar_engine *eng, gpar__device *de
 GPAR__HIDDEN int gpar__fault(gpar_engine *eng, int kind);
 GPAR__HIDDEN double gpar__now(void);
 GPAR__HIDDEN extern _Thread_local int gpar__in_op;
+
+/* graph.c: the calling thread's recording (record hook in gpar__op_submit). */
+typedef struct gpar__rec_state {
+  gpar_engine *eng;
+  uint32_t gen;
+  struct gpar_graph *g;
+} gpar__rec_state;
+GPAR__HIDDEN extern _Thread_local gpar__rec_state gpar__rec;
+/* 1 when the calling thread records a graph on eng: its submits are recorded, waits refused. */
+static inline int gpar__graph_recording(const gpar_engine *eng) {
+  return gpar__rec.g && gpar__rec.eng == eng && gpar__rec.gen == eng->gen;
+}
+GPAR__HIDDEN int gpar__graph_record_locked(gpar_engine *eng, gpar__op *op);
+GPAR__HIDDEN int gpar__graph_exec(gpar__device *dev, gpar__op *op);
+GPAR__HIDDEN void gpar__graph_shutdown(gpar_engine *eng);
+GPAR__HIDDEN int gpar__exec_op(gpar__device *dev, gpar__op *op);
 
 /* pinned.c */
 GPAR__HIDDEN void gpar__pinned_init(gpar__pinned_pool *p, const gpar__backend_ops *ops, gpar__backend *be, size_t limit);

@@ -35,7 +35,7 @@ static int check_range(const gpar__buf *b, size_t off, size_t bytes, const char 
 /* Submit a built op (engine lock held, released here). In synchronous mode, or with wait,
  * returns only after the op has retired, with its status. */
 static int submit_unlock(gpar_engine *eng, gpar__op *op, int wait) {
-  wait = (wait || eng->cfg.synchronous) && !gpar__in_op;
+  wait = (wait || eng->cfg.synchronous) && !gpar__in_op && !gpar__graph_recording(eng);
   gpar__op_submit(eng, op, wait);
   pthread_mutex_unlock(&eng->mu);
   return wait ? gpar__wait_op(eng, op) : GPAR_OK;
@@ -257,6 +257,8 @@ GPAR_API int gpar_read(gpar_buffer src, size_t off, void *user_ptr, size_t bytes
   st = check_range(b, off, bytes, "gpar_read");
   if (st == GPAR_OK && !user_ptr) st = gpar__errorf(GPAR_EINVAL, "gpar_read: user pointer is NULL");
   if (st == GPAR_OK && gpar__in_op) st = gpar__errorf(GPAR_EDEADLK, "gpar_read called from inside an operation");
+  if (st == GPAR_OK && gpar__graph_recording(eng))
+    st = gpar__errorf(GPAR_ERECORDING, "gpar_read called while this thread records a graph");
   if (st) {
     pthread_mutex_unlock(&eng->mu);
     return st;

@@ -36,7 +36,8 @@ extern "C" {
   X(EBACKEND, -12, "device or vendor library error")                                \
   X(ESHUTDOWN, -13, "engine is shut down")                                          \
   X(EFAULT, -14, "injected fault")                                                  \
-  X(ETIMEDOUT, -15, "timed out")
+  X(ETIMEDOUT, -15, "timed out")                                                    \
+  X(ERECORDING, -16, "not allowed while this thread records a graph")
 
 /* Every call that can fail returns one of these (GPAR_OK is zero, errors are negative). */
 typedef enum {
@@ -208,6 +209,46 @@ GPAR_API int gpar_stats_get(gpar_engine *eng, gpar_stats *stats);
  * GPAR_EFAULT; n = 0 clears it. Kinds: "alloc", "pinned", "copy", "gemm", "fill", "user",
  * "event", "completion". Also set by env GPAR_FAULT=kind:n at gpar_init. */
 GPAR_API int gpar_fault_inject(gpar_engine *eng, const char *kind, unsigned long n);
+
+/* ---- Graphs: record once, replay many (issue 14) ----
+ * Between gpar_graph_begin and gpar_graph_end, the ops that the calling thread submits to that
+ * engine (gpar_copy, gpar_write, gpar_fill, gpar_sgemm/dgemm, gpar_submit) are checked as usual
+ * (a bad op returns its status and is not recorded; recording goes on) and recorded, not run.
+ * Other threads' ops run as usual. While recording, gpar_wait, gpar_wait_all, gpar_read and
+ * gpar_graph_launch on that engine from this thread return GPAR_ERECORDING. gpar_write records
+ * the data as it was at record time: every launch writes those bytes. A user function on the
+ * CPU is called at every launch; one on a GPU too (its part is replayed op by op, not captured).
+ *
+ * gpar_graph_end resolves every edge among the recorded ops once and cuts them into parts: a
+ * new part starts where an op of one device depends on a part of another device recorded after
+ * that device's current part (so a graph on one device is one part; two devices working
+ * independently are two). A launch submits one engine op per part, over the union of the
+ * part's buffers (reads and writes), at once: it is ordered against other work exactly as if
+ * every recorded op were submitted at that moment; it is waited on through those buffers
+ * (gpar_wait, gpar_read, gpar_wait_all); launches in a row stay ordered. A CUDA part becomes
+ * one CUDA graph (captured at its first launch with no fault armed, then launched with one
+ * cudaGraphLaunch); other parts replay the pre-resolved list on the device's lanes or a CPU
+ * worker. Failures are per part: an op that fails inside a launch fails its part, and every
+ * buffer the part writes gets that status and message (its dependents inside the part are
+ * skipped); a part whose input failed outside the graph is skipped with GPAR_EDEPFAILED.
+ * A graph keeps the memory of every buffer it uses alive until it is destroyed, even when the
+ * buffer is released meanwhile. Graph handles are not thread-safe: launch and destroy one graph
+ * from one thread at a time. */
+typedef struct gpar_graph gpar_graph;
+
+/* Start recording the calling thread's ops on eng. GPAR_ERECORDING when this thread already
+ * records; GPAR_ESHUTDOWN on a shut-down engine. */
+GPAR_API int gpar_graph_begin(gpar_engine *eng);
+/* Stop recording and instantiate: *graph receives the graph (NULL on failure). GPAR_EINVAL when
+ * this thread records no graph on eng. An empty recording gives a graph whose launch does
+ * nothing. */
+GPAR_API int gpar_graph_end(gpar_engine *eng, gpar_graph **graph);
+/* Run the whole recorded sequence, asynchronously (see above). Returns at once (in
+ * synchronous mode: after it is done, with its status). GPAR_EINVAL on a destroyed graph. */
+GPAR_API int gpar_graph_launch(gpar_graph *graph);
+/* Wait for the graph's launches in flight, then free it and let go of its buffers.
+ * GPAR_EINVAL on a graph destroyed already. gpar_shutdown destroys the engine's graphs. */
+GPAR_API int gpar_graph_destroy(gpar_graph *graph);
 
 #ifdef __cplusplus
 }
