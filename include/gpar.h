@@ -1,7 +1,21 @@
 /* gpar.h: the one public header of libgpar, an asynchronous operation engine that runs
  * independent work in parallel across devices (CPU, CUDA, OpenCL) and across their compute and
  * copy engines. Operations declare the buffers they read and write; the engine orders them by
- * those buffers alone, and the host blocks only in gpar_read and the gpar_wait calls. */
+ * those buffers alone, and the host blocks only in gpar_read and the gpar_wait calls.
+ *
+ * Conventions a caller can rely on:
+ * - Zero sizes. A copy, write, read or fill of zero bytes is refused (GPAR_EINVAL, nothing
+ *   enqueued), as is a buffer of zero bytes. A GEMM with m == 0 or n == 0 is a BLAS quick
+ *   return: GPAR_OK once its arguments check out, nothing enqueued.
+ * - The BLAS rule. A GEMM with alpha == 0 or k == 0 does not read A or B (NaN or garbage there
+ *   stays out): it computes C = beta * C. beta == 0 makes C write-only in every GEMM: C gets
+ *   exact results (zeros when alpha or k is 0) even where it held NaN, as reference BLAS does.
+ *   Rows of C past m (ldc > m) are never touched. Every backend and device follows this.
+ * - Overlap is checked by address range, not by element. gpar_copy within one buffer and a GEMM
+ *   whose C shares a buffer with A or B are GPAR_EALIAS when the byte ranges [offset, offset +
+ *   extent) overlap, where a matrix's extent runs from its first to its last element including
+ *   the gaps of its leading dimension; interleaved matrices that share no element still count
+ *   as overlapping. */
 #ifndef GPAR_H
 #define GPAR_H
 

@@ -1,5 +1,8 @@
 # gpar_cuda.m4: --with-cuda[=DIR]. Not given: detect in $CUDA_HOME or /usr/local/cuda and quietly
 # leave the backend out when absent. Given: stop with an error naming what is missing.
+# The toolkit comes from that one folder only: its headers and libraries must be files under
+# DIR/include and DIR/lib64 (or DIR/lib) before the compile and link checks run, since those
+# would also find a toolkit in the compiler's default paths (/usr/local/include, LIBRARY_PATH).
 # Sets CUDA_CPPFLAGS, CUDA_LDFLAGS, CUDA_LIBS and the HAVE_CUDA conditional. Links cudart and
 # cuBLAS only (never -lcuda: a machine without a driver must still load the library).
 AC_DEFUN([GPAR_CHECK_CUDA], [
@@ -21,13 +24,30 @@ AS_IF([test "x$with_cuda" != xno], [
   CPPFLAGS="$CPPFLAGS -I$gpar_cuda_dir/include"
   LDFLAGS="$LDFLAGS -L$gpar_cuda_libdir"
   gpar_cuda_missing=
-  AC_CHECK_HEADER([cuda_runtime_api.h], [], [gpar_cuda_missing="cuda_runtime_api.h (cudart headers)"])
+  AC_MSG_CHECKING([for a CUDA toolkit in $gpar_cuda_dir])
+  gpar_cuda_lib_found=no
+  for gpar_f in "$gpar_cuda_libdir"/libcudart.so "$gpar_cuda_libdir"/libcudart.a; do
+    AS_IF([test -f "$gpar_f"], [gpar_cuda_lib_found=yes])
+  done
+  gpar_cublas_lib_found=no
+  for gpar_f in "$gpar_cuda_libdir"/libcublas.so "$gpar_cuda_libdir"/libcublas.a; do
+    AS_IF([test -f "$gpar_f"], [gpar_cublas_lib_found=yes])
+  done
+  AS_IF([test ! -d "$gpar_cuda_dir"], [gpar_cuda_missing="no such folder"],
+    [test ! -f "$gpar_cuda_dir/include/cuda_runtime_api.h"],
+      [gpar_cuda_missing="no include/cuda_runtime_api.h (cudart headers)"],
+    [test ! -f "$gpar_cuda_dir/include/cublas_v2.h"], [gpar_cuda_missing="no include/cublas_v2.h (cuBLAS headers)"],
+    [test "x$gpar_cuda_lib_found" = xno], [gpar_cuda_missing="no libcudart in lib64 or lib"],
+    [test "x$gpar_cublas_lib_found" = xno], [gpar_cuda_missing="no libcublas in lib64 or lib"])
+  AS_IF([test -z "$gpar_cuda_missing"], [AC_MSG_RESULT([yes])], [AC_MSG_RESULT([no: $gpar_cuda_missing])])
   AS_IF([test -z "$gpar_cuda_missing"],
-    [AC_CHECK_HEADER([cublas_v2.h], [], [gpar_cuda_missing="cublas_v2.h (cuBLAS headers)"])])
+    [AC_CHECK_HEADER([cuda_runtime_api.h], [], [gpar_cuda_missing="cuda_runtime_api.h does not compile"])])
   AS_IF([test -z "$gpar_cuda_missing"],
-    [AC_CHECK_LIB([cudart], [cudaGetDeviceCount], [], [gpar_cuda_missing="libcudart"])])
+    [AC_CHECK_HEADER([cublas_v2.h], [], [gpar_cuda_missing="cublas_v2.h does not compile"])])
   AS_IF([test -z "$gpar_cuda_missing"],
-    [AC_CHECK_LIB([cublas], [cublasCreate_v2], [], [gpar_cuda_missing="libcublas"], [-lcudart])])
+    [AC_CHECK_LIB([cudart], [cudaGetDeviceCount], [], [gpar_cuda_missing="libcudart does not link"])])
+  AS_IF([test -z "$gpar_cuda_missing"],
+    [AC_CHECK_LIB([cublas], [cublasCreate_v2], [], [gpar_cuda_missing="libcublas does not link"], [-lcudart])])
   CPPFLAGS=$gpar_save_CPPFLAGS; LDFLAGS=$gpar_save_LDFLAGS; LIBS=$gpar_save_LIBS
   AS_IF([test -z "$gpar_cuda_missing"], [
     gpar_have_cuda=yes
@@ -38,9 +58,9 @@ AS_IF([test "x$with_cuda" != xno], [
     CUDA_LDFLAGS="-L$gpar_cuda_libdir -Wl,-rpath,$gpar_cuda_libdir"
     CUDA_LIBS="-lcublas -lcudart"
   ], [test "x$with_cuda" = xcheck], [
-    gpar_cuda_status="not found ($gpar_cuda_missing missing in $gpar_cuda_dir)"
+    gpar_cuda_status="not found in $gpar_cuda_dir ($gpar_cuda_missing)"
   ], [
-    AC_MSG_ERROR([--with-cuda was given but $gpar_cuda_missing was not found in $gpar_cuda_dir. Install the CUDA toolkit (NVIDIA packages cuda-cudart-dev and libcublas-dev, or the full cuda-toolkit) or pass --with-cuda=DIR])
+    AC_MSG_ERROR([--with-cuda=$with_cuda: no usable CUDA toolkit in $gpar_cuda_dir ($gpar_cuda_missing). libgpar takes the toolkit from that folder only. Pass the toolkit's folder (the one holding include/cuda_runtime_api.h and lib64/libcudart.so), install the CUDA toolkit (NVIDIA packages cuda-cudart-dev and libcublas-dev), or use --without-cuda])
   ])
 ])
 AC_SUBST([CUDA_CPPFLAGS])

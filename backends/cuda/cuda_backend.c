@@ -1,82 +1,44 @@
-/* cuda_backend.c: the CUDA backend of libgpar: four non-blocking streams per device, cuBLAS on
- * the compute stream, stream-ordered device memory and pooled events, in plain C over cudart. */
+/* cuda_backend.c: the CUDA backend of libgpar: four non-blocking streams per device, stream-ordered
+ * device memory and pooled events, in plain C over cudart. GEMM (cuBLAS) is in cuda_blas_cublas.c,
+ * the private types in cuda_internal.h. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <cuda_runtime_api.h>
-#include <cublas_v2.h>
+#include "cuda_internal.h"
 
-#include "backend.h"
-
-/* cuBLAS workspace per handle, set by us so cuBLAS never allocates (and synchronises) on its own.
- * 32 MiB is NVIDIA's recommendation for Hopper. */
-#define CUDA_BLAS_WORKSPACE ((size_t)32 << 20)
 /* Events created up front per pool so the first ops never create any. */
 #define CUDA_EVENT_PREFILL 32
 
-struct gpar__backend {
-  int ndev;
-  int tf32;
-};
-
-struct cuda_dev;
-
-struct gpar__event {
-  cudaEvent_t ev;
-  struct cuda_dev *owner;
-  int timing;
-  struct gpar__event *next;
-};
-
-/* Free list of events of one kind (timing or not). */
-struct cuda_event_pool {
-  gpar__event *free;
-};
-
-struct cuda_dev {
-  gpar__backend *be;
-  int ordinal;
-  cudaStream_t lane[GPAR__NLANES];
-  cudaStream_t alloc_stream; /* private, otherwise idle: only cudaMallocAsync/cudaFreeAsync */
-  cublasHandle_t blas;
-  void *blas_ws;
-  cudaMemPool_t pool;
-  uint64_t old_threshold; /* the default pool's threshold before us, restored at close */
-  pthread_mutex_t ev_lock;
-  struct cuda_event_pool ev_pool[2]; /* [0]: timing disabled, [1]: timing */
-};
-
-/* gpar__bdev is opaque to the core; here it is a cuda_dev. */
-struct gpar__bdev {
-  struct cuda_dev d;
-};
-
-/* ---- error mapping: the one place that turns vendor errors into gpar statuses ---- */
+/* ---- error mapping: the one place that turns cudart errors into gpar statuses ---- */
 
 static int cuda_status(cudaError_t e) {
   return e == cudaErrorMemoryAllocation ? GPAR_EDEVMEM : GPAR_EBACKEND;
 }
 
-/* GPAR_OK on cudaSuccess; else clear the thread's last error and report "what: name (text)". */
-static int cuda_check(cudaError_t e, const char *what) {
+int gpar__cuda_check(cudaError_t e, const char *what) {
   if (e == cudaSuccess) return GPAR_OK;
   (void)cudaGetLastError();
   return gpar__errorf(cuda_status(e), "%s: %s (%s)", what, cudaGetErrorName(e), cudaGetErrorString(e));
 }
 
-static int cublas_check(cublasStatus_t s, const char *what) {
-  int st;
-  if (s == CUBLAS_STATUS_SUCCESS) return GPAR_OK;
-  switch (s) {
-  case CUBLAS_STATUS_ALLOC_FAILED: st = GPAR_EDEVMEM; break;
-  case CUBLAS_STATUS_INVALID_VALUE: st = GPAR_EINVAL; break;
-  case CUBLAS_STATUS_NOT_SUPPORTED: st = GPAR_ENOTSUP; break;
-  default: st = GPAR_EBACKEND; break;
+/* ---- the device bracket (see cuda_internal.h) ---- */
+
+int gpar__cuda_enter(const struct cuda_dev *d, int *prev) {
+  int cur = -1;
+  if (cudaGetDevice(&cur) != cudaSuccess) {
+    (void)cudaGetLastError();
+    cur = -1;
   }
-  return gpar__errorf(st, "%s: %s (%s)", what, cublasGetStatusName(s), cublasGetStatusString(s));
+  *prev = cur;
+  if (cur == d->ordinal) return GPAR_OK;
+  return gpar__cuda_check(cudaSetDevice(d->ordinal), "cudaSetDevice");
+}
+
+void gpar__cuda_exit(const struct cuda_dev *d, int prev) {
+  if (prev >= 0 && prev != d->ordinal && cudaSetDevice(prev) != cudaSuccess) (void)cudaGetLastError();
 }
 
 /* ---- probe ---- */
@@ -115,7 +77,7 @@ static int cuda_can_access(int dev, int peer) {
 
 static int cuda_device_info(gpar__backend *be, int idx, struct gpar_device_info *info) {
   struct cudaDeviceProp p;
-  int st = cuda_check(cudaGetDeviceProperties(&p, idx), "cudaGetDeviceProperties");
+  int st = gpar__cuda_check(cudaGetDeviceProperties(&p, idx), "cudaGetDeviceProperties");
   if (st) return st;
   memset(info, 0, sizeof *info);
   snprintf(info->backend, sizeof info->backend, "%s", "cuda");
@@ -148,19 +110,18 @@ static int cuda_can_wait(gpar__backend *be, int producer_idx, int consumer_idx) 
 
 /* Create one event of the pool's kind on the owner's device (slow path: pool empty). */
 static int cuda_event_new(struct cuda_dev *d, int timing, gpar__event **out) {
-  int cur = -1, st;
+  int prev, st;
   gpar__event *ev = malloc(sizeof *ev);
   if (!ev) return gpar__errorf(GPAR_ENOMEM, "cuda: out of host memory for an event");
   /* Events belong to the current device: make sure it is the owner's. */
-  if (cudaGetDevice(&cur) != cudaSuccess) (void)cudaGetLastError();
-  if (cur != d->ordinal && (st = cuda_check(cudaSetDevice(d->ordinal), "cudaSetDevice"))) {
+  if ((st = gpar__cuda_enter(d, &prev))) {
     free(ev);
     return st;
   }
   /* Plain events (blocking-sync ones made 1024^3 GEMMs 5-15% slower on H200). */
   unsigned flags = timing ? (unsigned)cudaEventDefault : (unsigned)cudaEventDisableTiming;
-  st = cuda_check(cudaEventCreateWithFlags(&ev->ev, flags), "cudaEventCreateWithFlags");
-  if (cur >= 0 && cur != d->ordinal) (void)cudaSetDevice(cur);
+  st = gpar__cuda_check(cudaEventCreateWithFlags(&ev->ev, flags), "cudaEventCreateWithFlags");
+  gpar__cuda_exit(d, prev);
   if (st) {
     free(ev);
     return st;
@@ -211,7 +172,7 @@ static int cuda_event_record(gpar__bdev *dev, int lane, unsigned flags, gpar__ev
   gpar__event *ev;
   int st = cuda_event_get(d, (flags & GPAR__EVENT_TIMING) ? 1 : 0, &ev);
   if (st) return st;
-  st = cuda_check(cudaEventRecord(ev->ev, d->lane[lane]), "cudaEventRecord");
+  st = gpar__cuda_check(cudaEventRecord(ev->ev, d->lane[lane]), "cudaEventRecord");
   if (st) {
     cuda_event_push(d, ev);
     return st;
@@ -221,7 +182,7 @@ static int cuda_event_record(gpar__bdev *dev, int lane, unsigned flags, gpar__ev
 }
 
 static int cuda_event_wait(gpar__bdev *dev, int lane, gpar__event *ev) {
-  return cuda_check(cudaStreamWaitEvent(dev->d.lane[lane], ev->ev, 0), "cudaStreamWaitEvent");
+  return gpar__cuda_check(cudaStreamWaitEvent(dev->d.lane[lane], ev->ev, 0), "cudaStreamWaitEvent");
 }
 
 static int cuda_event_query(gpar__event *ev) {
@@ -231,11 +192,11 @@ static int cuda_event_query(gpar__event *ev) {
     (void)cudaGetLastError();
     return 0;
   }
-  return cuda_check(e, "cudaEventQuery");
+  return gpar__cuda_check(e, "cudaEventQuery");
 }
 
 static int cuda_event_sync(gpar__event *ev) {
-  return cuda_check(cudaEventSynchronize(ev->ev), "cudaEventSynchronize");
+  return gpar__cuda_check(cudaEventSynchronize(ev->ev), "cudaEventSynchronize");
 }
 
 static void cuda_event_release(gpar__event *ev) {
@@ -246,13 +207,13 @@ static int cuda_event_elapsed(gpar__event *start, gpar__event *end, double *ms) 
   float f = 0.0f;
   if (!start->timing || !end->timing)
     return gpar__errorf(GPAR_EINVAL, "cuda: event_elapsed needs events recorded with GPAR__EVENT_TIMING");
-  int st = cuda_check(cudaEventElapsedTime(&f, start->ev, end->ev), "cudaEventElapsedTime");
+  int st = gpar__cuda_check(cudaEventElapsedTime(&f, start->ev, end->ev), "cudaEventElapsedTime");
   if (st == GPAR_OK) *ms = (double)f;
   return st;
 }
 
 static int cuda_lane_sync(gpar__bdev *dev, int lane) {
-  return cuda_check(cudaStreamSynchronize(dev->d.lane[lane]), "cudaStreamSynchronize");
+  return gpar__cuda_check(cudaStreamSynchronize(dev->d.lane[lane]), "cudaStreamSynchronize");
 }
 
 /* ---- devices ---- */
@@ -261,8 +222,7 @@ static void cuda_dev_destroy(struct cuda_dev *d) {
   for (int l = 0; l < GPAR__NLANES; l++)
     if (d->lane[l]) (void)cudaStreamSynchronize(d->lane[l]);
   if (d->alloc_stream) (void)cudaStreamSynchronize(d->alloc_stream);
-  if (d->blas) (void)cublasDestroy(d->blas);
-  if (d->blas_ws) (void)cudaFree(d->blas_ws);
+  gpar__cuda_blas_close(d);
   for (int l = 0; l < GPAR__NLANES; l++)
     if (d->lane[l]) (void)cudaStreamDestroy(d->lane[l]);
   if (d->alloc_stream) (void)cudaStreamDestroy(d->alloc_stream);
@@ -276,8 +236,9 @@ static void cuda_dev_destroy(struct cuda_dev *d) {
   pthread_mutex_destroy(&d->ev_lock);
 }
 
+/* Opens device idx from any thread: the caller's current device is restored (the bracket). */
 static int cuda_device_open(gpar__backend *be, int idx, gpar__bdev **devp) {
-  int st;
+  int st, prev;
   gpar__bdev *dev = calloc(1, sizeof *dev);
   if (!dev) return gpar__errorf(GPAR_ENOMEM, "cuda: out of host memory for device %d", idx);
   struct cuda_dev *d = &dev->d;
@@ -285,7 +246,11 @@ static int cuda_device_open(gpar__backend *be, int idx, gpar__bdev **devp) {
   d->ordinal = idx;
   pthread_mutex_init(&d->ev_lock, NULL);
 
-  if ((st = cuda_check(cudaSetDevice(idx), "cudaSetDevice"))) goto fail;
+  if ((st = gpar__cuda_enter(d, &prev))) {
+    pthread_mutex_destroy(&d->ev_lock);
+    free(dev);
+    return st;
+  }
 
   /* Peer access to every device this one can reach (plain cudaMalloc memory, user kernels). */
   for (int j = 0; j < be->ndev; j++) {
@@ -295,15 +260,15 @@ static int cuda_device_open(gpar__backend *be, int idx, gpar__bdev **devp) {
       (void)cudaGetLastError();
       continue;
     }
-    if ((st = cuda_check(e, "cudaDeviceEnablePeerAccess"))) goto fail;
+    if ((st = gpar__cuda_check(e, "cudaDeviceEnablePeerAccess"))) goto fail;
   }
 
   /* Lanes: non-blocking streams, never synchronised with the legacy default stream. */
   for (int l = 0; l < GPAR__NLANES; l++)
-    if ((st = cuda_check(cudaStreamCreateWithFlags(&d->lane[l], cudaStreamNonBlocking),
+    if ((st = gpar__cuda_check(cudaStreamCreateWithFlags(&d->lane[l], cudaStreamNonBlocking),
                          "cudaStreamCreateWithFlags")))
       goto fail;
-  if ((st = cuda_check(cudaStreamCreateWithFlags(&d->alloc_stream, cudaStreamNonBlocking),
+  if ((st = gpar__cuda_check(cudaStreamCreateWithFlags(&d->alloc_stream, cudaStreamNonBlocking),
                        "cudaStreamCreateWithFlags")))
     goto fail;
 
@@ -317,12 +282,12 @@ static int cuda_device_open(gpar__backend *be, int idx, gpar__bdev **devp) {
     size_t free_b = 0, total_b = 0;
     if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) (void)cudaGetLastError();
     uint64_t keep = total_b ? (uint64_t)total_b / 4 : UINT64_MAX;
-    if ((st = cuda_check(cudaDeviceGetDefaultMemPool(&pool, idx), "cudaDeviceGetDefaultMemPool"))) goto fail;
-    if ((st = cuda_check(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &d->old_threshold),
+    if ((st = gpar__cuda_check(cudaDeviceGetDefaultMemPool(&pool, idx), "cudaDeviceGetDefaultMemPool"))) goto fail;
+    if ((st = gpar__cuda_check(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &d->old_threshold),
                          "cudaMemPoolGetAttribute")))
       goto fail;
     d->pool = pool;
-    if ((st = cuda_check(cudaMemPoolSetAttribute(d->pool, cudaMemPoolAttrReleaseThreshold, &keep),
+    if ((st = gpar__cuda_check(cudaMemPoolSetAttribute(d->pool, cudaMemPoolAttrReleaseThreshold, &keep),
                          "cudaMemPoolSetAttribute")))
       goto fail;
   }
@@ -335,19 +300,10 @@ static int cuda_device_open(gpar__backend *be, int idx, gpar__bdev **devp) {
     acc.location.type = cudaMemLocationTypeDevice;
     acc.location.id = j;
     acc.flags = cudaMemAccessFlagsProtReadWrite;
-    if ((st = cuda_check(cudaMemPoolSetAccess(d->pool, &acc, 1), "cudaMemPoolSetAccess"))) goto fail;
+    if ((st = gpar__cuda_check(cudaMemPoolSetAccess(d->pool, &acc, 1), "cudaMemPoolSetAccess"))) goto fail;
   }
 
-  /* cuBLAS on the compute lane, with its own workspace (set after cublasSetStream, which resets it). */
-  if ((st = cublas_check(cublasCreate(&d->blas), "cublasCreate"))) goto fail;
-  if ((st = cublas_check(cublasSetStream(d->blas, d->lane[GPAR__LANE_COMPUTE]), "cublasSetStream")))
-    goto fail;
-  if ((st = cublas_check(cublasSetMathMode(d->blas, be->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
-                         "cublasSetMathMode")))
-    goto fail;
-  if ((st = cuda_check(cudaMalloc(&d->blas_ws, CUDA_BLAS_WORKSPACE), "cudaMalloc(cuBLAS workspace)"))) goto fail;
-  if ((st = cublas_check(cublasSetWorkspace(d->blas, d->blas_ws, CUDA_BLAS_WORKSPACE), "cublasSetWorkspace")))
-    goto fail;
+  if ((st = gpar__cuda_blas_open(d))) goto fail;
 
   for (int k = 0; k < 2; k++)
     for (int i = 0; i < CUDA_EVENT_PREFILL; i++) {
@@ -356,10 +312,12 @@ static int cuda_device_open(gpar__backend *be, int idx, gpar__bdev **devp) {
       cuda_event_push(d, ev);
     }
 
+  gpar__cuda_exit(d, prev);
   *devp = dev;
   return GPAR_OK;
 fail:
   cuda_dev_destroy(d);
+  gpar__cuda_exit(d, prev);
   free(dev);
   return st;
 }
@@ -367,17 +325,17 @@ fail:
 /* Called after every lane is idle and every event was released. */
 static void cuda_device_close(gpar__bdev *dev) {
   if (!dev) return;
-  int cur = -1;
-  if (cudaGetDevice(&cur) != cudaSuccess) (void)cudaGetLastError();
-  (void)cudaSetDevice(dev->d.ordinal);
-  cuda_dev_destroy(&dev->d);
-  if (cur >= 0 && cur != dev->d.ordinal) (void)cudaSetDevice(cur);
+  int prev;
+  int entered = gpar__cuda_enter(&dev->d, &prev) == GPAR_OK;
+  cuda_dev_destroy(&dev->d); /* best effort even when the switch failed */
+  if (entered) gpar__cuda_exit(&dev->d, prev);
   (void)cudaGetLastError();
   free(dev);
 }
 
+/* The one switch outside the bracket: a dispatcher thread stays on its device for good. */
 static int cuda_bind_thread(gpar__bdev *dev) {
-  return cuda_check(cudaSetDevice(dev->d.ordinal), "cudaSetDevice");
+  return gpar__cuda_check(cudaSetDevice(dev->d.ordinal), "cudaSetDevice");
 }
 
 static int cuda_native(gpar__bdev *dev, int lane, gpar_native *out) {
@@ -395,10 +353,9 @@ static int cuda_native(gpar__bdev *dev, int lane, gpar_native *out) {
 /* Any thread: the caller's current device is restored. */
 static int cuda_mem_alloc(gpar__bdev *dev, size_t bytes, void **mem) {
   struct cuda_dev *d = &dev->d;
-  int cur = -1, st;
+  int prev, st;
   void *p = NULL;
-  if (cudaGetDevice(&cur) != cudaSuccess) (void)cudaGetLastError();
-  if (cur != d->ordinal && (st = cuda_check(cudaSetDevice(d->ordinal), "cudaSetDevice"))) return st;
+  if ((st = gpar__cuda_enter(d, &prev))) return st;
   cudaError_t e = cudaMallocAsync(&p, bytes, d->alloc_stream);
   if (e == cudaErrorMemoryAllocation) { /* give the pool's cached memory back, then retry once */
     (void)cudaGetLastError();
@@ -411,16 +368,16 @@ static int cuda_mem_alloc(gpar__bdev *dev, size_t bytes, void **mem) {
     st = gpar__errorf(GPAR_EDEVMEM, "cudaMallocAsync(%zu bytes) on device %d: cudaErrorMemoryAllocation",
                       bytes, d->ordinal);
   } else {
-    st = cuda_check(e, "cudaMallocAsync");
+    st = gpar__cuda_check(e, "cudaMallocAsync");
   }
   /* Synchronising the private alloc stream (nothing else runs on it, so this waits on no
    * device work) completes the allocation in stream order: the memory is then valid for every
    * lane without any event between the alloc stream and the lanes. */
   if (st == GPAR_OK) {
-    st = cuda_check(cudaStreamSynchronize(d->alloc_stream), "cudaStreamSynchronize(alloc stream)");
+    st = gpar__cuda_check(cudaStreamSynchronize(d->alloc_stream), "cudaStreamSynchronize(alloc stream)");
     if (st) (void)cudaFreeAsync(p, d->alloc_stream);
   }
-  if (cur >= 0 && cur != d->ordinal) (void)cudaSetDevice(cur);
+  gpar__cuda_exit(d, prev);
   if (st == GPAR_OK) *mem = p;
   return st;
 }
@@ -428,13 +385,15 @@ static int cuda_mem_alloc(gpar__bdev *dev, size_t bytes, void **mem) {
 /* Any thread; the core calls it only once every op using mem is done. */
 static void cuda_mem_free(gpar__bdev *dev, void *mem) {
   struct cuda_dev *d = &dev->d;
-  int cur = -1;
+  int prev;
   if (!mem) return;
-  if (cudaGetDevice(&cur) != cudaSuccess) (void)cudaGetLastError();
-  if (cur != d->ordinal) (void)cudaSetDevice(d->ordinal);
+  if (gpar__cuda_enter(d, &prev) != GPAR_OK) {
+    gpar__log("cuda: cudaFreeAsync on device %d: cannot switch to the device; %p leaks", d->ordinal, mem);
+    return;
+  }
   cudaError_t e = cudaFreeAsync(mem, d->alloc_stream);
   if (e != cudaSuccess) gpar__log("cuda: cudaFreeAsync on device %d: %s", d->ordinal, cudaGetErrorName(e));
-  if (cur >= 0 && cur != d->ordinal) (void)cudaSetDevice(cur);
+  gpar__cuda_exit(d, prev);
   (void)cudaGetLastError();
 }
 
@@ -460,14 +419,14 @@ static int cuda_copy(gpar__bdev *dev, int lane, const gpar__copy_args *a) {
   const void *src = (const char *)a->src + a->src_off;
   switch (a->kind) {
   case GPAR__COPY_H2D:
-    return cuda_check(cudaMemcpyAsync(dst, src, a->bytes, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync(H2D)");
+    return gpar__cuda_check(cudaMemcpyAsync(dst, src, a->bytes, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync(H2D)");
   case GPAR__COPY_D2H:
-    return cuda_check(cudaMemcpyAsync(dst, src, a->bytes, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync(D2H)");
+    return gpar__cuda_check(cudaMemcpyAsync(dst, src, a->bytes, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync(D2H)");
   case GPAR__COPY_D2D:
-    return cuda_check(cudaMemcpyAsync(dst, src, a->bytes, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync(D2D)");
+    return gpar__cuda_check(cudaMemcpyAsync(dst, src, a->bytes, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync(D2D)");
   case GPAR__COPY_PEER:
     if (!a->peer) return gpar__errorf(GPAR_EINVAL, "cuda: peer copy without a destination device");
-    return cuda_check(cudaMemcpyPeerAsync(dst, a->peer->d.ordinal, src, d->ordinal, a->bytes, s),
+    return gpar__cuda_check(cudaMemcpyPeerAsync(dst, a->peer->d.ordinal, src, d->ordinal, a->bytes, s),
                       "cudaMemcpyPeerAsync");
   default:
     return gpar__errorf(GPAR_ENOTSUP, "cuda: copy kind %d not supported", (int)a->kind);
@@ -475,30 +434,7 @@ static int cuda_copy(gpar__bdev *dev, int lane, const gpar__copy_args *a) {
 }
 
 static int cuda_fill(gpar__bdev *dev, int lane, void *mem, size_t off, size_t bytes, unsigned char value) {
-  return cuda_check(cudaMemsetAsync((char *)mem + off, value, bytes, dev->d.lane[lane]), "cudaMemsetAsync");
-}
-
-static int cuda_gemm(gpar__bdev *dev, int lane, const gpar__gemm_args *a) {
-  struct cuda_dev *d = &dev->d;
-  cublasOperation_t ta = a->trans_a == GPAR_TRANS ? CUBLAS_OP_T : CUBLAS_OP_N;
-  cublasOperation_t tb = a->trans_b == GPAR_TRANS ? CUBLAS_OP_T : CUBLAS_OP_N;
-  if (lane != GPAR__LANE_COMPUTE)
-    return gpar__errorf(GPAR_EINVAL, "cuda: gemm on lane %d; the cuBLAS handle is bound to the compute lane", lane);
-  if (a->elem_size == 4) {
-    const float alpha = (float)a->alpha, beta = (float)a->beta;
-    return cublas_check(cublasSgemm(d->blas, ta, tb, a->m, a->n, a->k, &alpha, (const float *)a->a + a->a_off,
-                                    a->lda, (const float *)a->b + a->b_off, a->ldb, &beta,
-                                    (float *)a->c + a->c_off, a->ldc),
-                        "cublasSgemm");
-  }
-  if (a->elem_size == 8) {
-    const double alpha = a->alpha, beta = a->beta;
-    return cublas_check(cublasDgemm(d->blas, ta, tb, a->m, a->n, a->k, &alpha, (const double *)a->a + a->a_off,
-                                    a->lda, (const double *)a->b + a->b_off, a->ldb, &beta,
-                                    (double *)a->c + a->c_off, a->ldc),
-                        "cublasDgemm");
-  }
-  return gpar__errorf(GPAR_EINVAL, "cuda: gemm element size %d", a->elem_size);
+  return gpar__cuda_check(cudaMemsetAsync((char *)mem + off, value, bytes, dev->d.lane[lane]), "cudaMemsetAsync");
 }
 
 const gpar__backend_ops gpar__cuda_backend = {
@@ -518,7 +454,7 @@ const gpar__backend_ops gpar__cuda_backend = {
     .host_free = cuda_host_free,
     .copy = cuda_copy,
     .fill = cuda_fill,
-    .gemm = cuda_gemm,
+    .gemm = gpar__cuda_gemm,
     .peer_ok = cuda_peer_ok,
     .event_record = cuda_event_record,
     .event_wait = cuda_event_wait,

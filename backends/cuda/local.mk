@@ -1,9 +1,10 @@
 # backends/cuda/local.mk: the CUDA backend (plain C over cudart + cuBLAS), built when configure
 # found the toolkit.
-EXTRA_DIST += backends/cuda/cuda_backend.c
+CUDA_SOURCES = backends/cuda/cuda_internal.h backends/cuda/cuda_backend.c backends/cuda/cuda_blas_cublas.c
+EXTRA_DIST += $(CUDA_SOURCES)
 if HAVE_CUDA
 noinst_LTLIBRARIES += libgpar_cuda.la
-libgpar_cuda_la_SOURCES = backends/cuda/cuda_backend.c
+libgpar_cuda_la_SOURCES = $(CUDA_SOURCES)
 libgpar_cuda_la_CPPFLAGS = $(LIB_CPPFLAGS) $(CUDA_CPPFLAGS)
 libgpar_cuda_la_CFLAGS = $(LIB_CFLAGS)
 libgpar_la_LIBADD += libgpar_cuda.la $(CUDA_LIBS)

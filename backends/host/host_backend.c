@@ -89,7 +89,28 @@ static int host_fill(gpar__bdev *dev, int lane, void *mem, size_t off, size_t by
   return GPAR_OK;
 }
 
+/* alpha == 0 or k == 0: C = beta * C without touching A or B (BLAS: they are not referenced,
+ * so NaN or garbage there stays out; no pointer into them is even formed). beta == 0 writes
+ * exact zeros, so NaN in C does not survive either. Some OpenBLAS builds read A and B here. */
+static void host_gemm_scale_c(const gpar__gemm_args *g) {
+  for (int j = 0; j < g->n; j++) {
+    const size_t col = g->c_off + (size_t)j * (size_t)g->ldc;
+    if (g->elem_size == 4) {
+      float *c = (float *)g->c + col;
+      const float beta = (float)g->beta;
+      for (int i = 0; i < g->m; i++) c[i] = beta == 0.0f ? 0.0f : beta * c[i];
+    } else {
+      double *c = (double *)g->c + col;
+      for (int i = 0; i < g->m; i++) c[i] = g->beta == 0.0 ? 0.0 : g->beta * c[i];
+    }
+  }
+}
+
 static int host_gemm(gpar__bdev *dev, int lane, const gpar__gemm_args *g) {
+  if (g->alpha == 0.0 || g->k == 0) {
+    if (g->beta != 1.0) host_gemm_scale_c(g);
+    return GPAR_OK;
+  }
   enum CBLAS_TRANSPOSE ta = g->trans_a == GPAR_TRANS ? CblasTrans : CblasNoTrans;
   enum CBLAS_TRANSPOSE tb = g->trans_b == GPAR_TRANS ? CblasTrans : CblasNoTrans;
   if (g->elem_size == 4)

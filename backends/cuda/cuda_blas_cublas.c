@@ -1,0 +1,86 @@
+/* cuda_blas_cublas.c: GEMM on CUDA through cuBLAS: the per-device handle bound to the compute
+ * lane, its workspace, math mode, and the status mapping of cuBLAS errors. */
+#include "cuda_internal.h"
+
+/* cuBLAS workspace per handle, set by us so cuBLAS never allocates (and synchronises) on its own.
+ * 32 MiB is NVIDIA's recommendation for Hopper. */
+#define CUDA_BLAS_WORKSPACE ((size_t)32 << 20)
+
+static int cublas_check(cublasStatus_t s, const char *what) {
+  int st;
+  if (s == CUBLAS_STATUS_SUCCESS) return GPAR_OK;
+  switch (s) {
+  case CUBLAS_STATUS_ALLOC_FAILED: st = GPAR_EDEVMEM; break;
+  case CUBLAS_STATUS_INVALID_VALUE: st = GPAR_EINVAL; break;
+  case CUBLAS_STATUS_NOT_SUPPORTED: st = GPAR_ENOTSUP; break;
+  default: st = GPAR_EBACKEND; break;
+  }
+  return gpar__errorf(st, "%s: %s (%s)", what, cublasGetStatusName(s), cublasGetStatusString(s));
+}
+
+int gpar__cuda_blas_open(struct cuda_dev *d) {
+  int st;
+  /* The workspace is set after cublasSetStream, which resets it. */
+  if ((st = cublas_check(cublasCreate(&d->blas), "cublasCreate"))) return st;
+  if ((st = cublas_check(cublasSetStream(d->blas, d->lane[GPAR__LANE_COMPUTE]), "cublasSetStream"))) return st;
+  if ((st = cublas_check(cublasSetMathMode(d->blas, d->be->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
+                         "cublasSetMathMode")))
+    return st;
+  if ((st = gpar__cuda_check(cudaMalloc(&d->blas_ws, CUDA_BLAS_WORKSPACE), "cudaMalloc(cuBLAS workspace)"))) return st;
+  return cublas_check(cublasSetWorkspace(d->blas, d->blas_ws, CUDA_BLAS_WORKSPACE), "cublasSetWorkspace");
+}
+
+void gpar__cuda_blas_close(struct cuda_dev *d) {
+  if (d->blas) (void)cublasDestroy(d->blas);
+  if (d->blas_ws) (void)cudaFree(d->blas_ws);
+  d->blas = NULL;
+  d->blas_ws = NULL;
+}
+
+/* alpha == 0 or k == 0: C = beta * C without reading A or B (BLAS: they are not referenced, so
+ * NaN or garbage there stays out; no pointer into them is formed). beta 0: zeros by a 2D memset
+ * (exact, even over NaN); beta 1: nothing; else an in-place geam C = beta * C + 0 * C. Rare. */
+static int cuda_gemm_scale_c(struct cuda_dev *d, const gpar__gemm_args *a) {
+  const size_t es = (size_t)a->elem_size;
+  if (a->m == 0 || a->n == 0 || a->beta == 1.0) return GPAR_OK;
+  if (a->beta == 0.0)
+    return gpar__cuda_check(cudaMemset2DAsync((char *)a->c + a->c_off * es, (size_t)a->ldc * es, 0, (size_t)a->m * es,
+                                              (size_t)a->n, d->lane[GPAR__LANE_COMPUTE]),
+                            "cudaMemset2DAsync (gemm with alpha or k = 0)");
+  if (a->elem_size == 4) {
+    const float beta = (float)a->beta, zero = 0.0f;
+    float *c = (float *)a->c + a->c_off;
+    return cublas_check(
+        cublasSgeam(d->blas, CUBLAS_OP_N, CUBLAS_OP_N, a->m, a->n, &beta, c, a->ldc, &zero, c, a->ldc, c, a->ldc),
+        "cublasSgeam (sgemm with alpha or k = 0)");
+  }
+  const double beta = a->beta, zero = 0.0;
+  double *c = (double *)a->c + a->c_off;
+  return cublas_check(
+      cublasDgeam(d->blas, CUBLAS_OP_N, CUBLAS_OP_N, a->m, a->n, &beta, c, a->ldc, &zero, c, a->ldc, c, a->ldc),
+      "cublasDgeam (dgemm with alpha or k = 0)");
+}
+
+int gpar__cuda_gemm(gpar__bdev *dev, int lane, const gpar__gemm_args *a) {
+  struct cuda_dev *d = &dev->d;
+  cublasOperation_t ta = a->trans_a == GPAR_TRANS ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t tb = a->trans_b == GPAR_TRANS ? CUBLAS_OP_T : CUBLAS_OP_N;
+  if (lane != GPAR__LANE_COMPUTE)
+    return gpar__errorf(GPAR_EINVAL, "cuda: gemm on lane %d; the cuBLAS handle is bound to the compute lane", lane);
+  if (a->elem_size != 4 && a->elem_size != 8)
+    return gpar__errorf(GPAR_EINVAL, "cuda: gemm element size %d", a->elem_size);
+  if (a->alpha == 0.0 || a->k == 0) return cuda_gemm_scale_c(d, a);
+  if (a->elem_size == 4) {
+    const float alpha = (float)a->alpha, beta = (float)a->beta;
+    return cublas_check(cublasSgemm(d->blas, ta, tb, a->m, a->n, a->k, &alpha, (const float *)a->a + a->a_off, a->lda,
+                                    (const float *)a->b + a->b_off, a->ldb, &beta, (float *)a->c + a->c_off, a->ldc),
+                        "cublasSgemm");
+  }
+  if (a->elem_size == 8) {
+    const double alpha = a->alpha, beta = a->beta;
+    return cublas_check(cublasDgemm(d->blas, ta, tb, a->m, a->n, a->k, &alpha, (const double *)a->a + a->a_off, a->lda,
+                                    (const double *)a->b + a->b_off, a->ldb, &beta, (double *)a->c + a->c_off, a->ldc),
+                        "cublasDgemm");
+  }
+  return gpar__errorf(GPAR_EINVAL, "cuda: gemm element size %d", a->elem_size);
+}
