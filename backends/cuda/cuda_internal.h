@@ -75,4 +75,11 @@ GPAR__HIDDEN void gpar__cuda_blas_close(struct cuda_dev *d);
 /* The backend's gemm entry (cuBLAS on the compute lane). */
 GPAR__HIDDEN int gpar__cuda_gemm(gpar__bdev *dev, int lane, const gpar__gemm_args *a);
 
+/* ---- cuda_graph.c: the backend's graph entries (stream capture of the lanes) ---- */
+
+GPAR__HIDDEN int gpar__cuda_graph_begin(gpar__bdev *dev, int lane);
+GPAR__HIDDEN int gpar__cuda_graph_end(gpar__bdev *dev, int lane, void **graph);
+GPAR__HIDDEN int gpar__cuda_graph_launch(gpar__bdev *dev, int lane, void *graph);
+GPAR__HIDDEN void gpar__cuda_graph_destroy(gpar__bdev *dev, void *graph);
+
 #endif
