@@ -116,7 +116,7 @@ int bench_gemm(bench_ctx *ctx) {
     } else {
       int ok = 1;
       for (int r = 0; r < R && ok; r++) {
-        gpar_raw_case rc_case = {n, iters, GPAR_RAW_GEMM, ctx->o.tf32, &ctx->local[d], 1};
+        gpar_raw_case rc_case = {n, iters, GPAR_RAW_GEMM, ctx->o.tf32, &ctx->local[d], 1, 0, NULL};
         bench_progress(ctx, "gemm: %s raw run %d/%d", ctx->label[d], r + 1, R);
         ok = raw(&rc_case, &rt[r]) == 0;
       }

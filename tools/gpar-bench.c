@@ -411,6 +411,9 @@ static void usage(FILE *f) {
           "                   gpar_read blocks, so run + copy submits every GEMM first, then\n"
           "                   reads the results in order while later GEMMs still run\n"
           "  --raw            also time the same loop through the raw vendor API (tools/raw.h)\n"
+          "  --graph          multi-device, copy-overlap: record each timed loop once as an op graph\n"
+          "                   (gpar_graph_*), then time its launches; with --raw, also a hand-\n"
+          "                   captured CUDA graph of the raw loop next to the raw loop\n"
           "  --json FILE      machine-readable results\n"
           "  --trace FILE     Chrome trace-event JSON of every op (Perfetto, chrome://tracing)\n"
           "  --svg FILE       self-contained SVG timeline of the trace\n"
@@ -423,7 +426,7 @@ int main(int argc, char **argv) {
   ctx.host_dev = GPAR_HOST;
 
   enum { O_BACKEND = 256, O_DEVICES, O_SIZE, O_ITERS, O_REPEAT, O_TF32, O_PAGEABLE, O_RAW,
-         O_JSON, O_TRACE, O_SVG, O_QUIET };
+         O_JSON, O_TRACE, O_SVG, O_QUIET, O_GRAPH };
   static const struct option longopts[] = {
       {"backend", required_argument, 0, O_BACKEND}, {"devices", required_argument, 0, O_DEVICES},
       {"size", required_argument, 0, O_SIZE},       {"iters", required_argument, 0, O_ITERS},
@@ -431,7 +434,8 @@ int main(int argc, char **argv) {
       {"pageable", no_argument, 0, O_PAGEABLE},     {"raw", no_argument, 0, O_RAW},
       {"json", required_argument, 0, O_JSON},       {"trace", required_argument, 0, O_TRACE},
       {"svg", required_argument, 0, O_SVG},         {"quiet", no_argument, 0, O_QUIET},
-      {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
+      {"graph", no_argument, 0, O_GRAPH},           {"help", no_argument, 0, 'h'},
+      {0, 0, 0, 0}};
   int c;
   long v;
   while ((c = getopt_long(argc, argv, "hq", longopts, NULL)) != -1) {
@@ -453,6 +457,7 @@ int main(int argc, char **argv) {
     case O_TF32: ctx.o.tf32 = 1; break;
     case O_PAGEABLE: ctx.o.pageable = 1; break;
     case O_RAW: ctx.o.raw = 1; break;
+    case O_GRAPH: ctx.o.graph = 1; break;
     case O_JSON: ctx.o.json_path = optarg; break;
     case O_TRACE: ctx.o.trace_path = optarg; break;
     case O_SVG: ctx.o.svg_path = optarg; break;
