@@ -249,12 +249,22 @@ static int node_producers(gpar_graph *g, bufstate *bs, int i, int **prods, int *
   return st;
 }
 
-static int part_add_access(gpar__graph_part *p, int *cap, gpar__buf *b, int mode) {
+/* Add b to part L's union. where[bi] caches (part, index) of b's last entry, so a buffer that
+ * stays in one part is found without a search. */
+static int part_add_access(gpar__graph_part *p, int L, int *cap, gpar__buf *b, int mode, int (*where)[2]) {
+  if (where[0][0] == L) {
+    p->acc[where[0][1]].mode |= mode;
+    return GPAR_OK;
+  }
   for (int i = 0; i < p->nacc; i++)
     if (p->acc[i].buf == b) {
       p->acc[i].mode |= mode;
+      where[0][0] = L;
+      where[0][1] = i;
       return GPAR_OK;
     }
+  where[0][0] = L;
+  where[0][1] = p->nacc;
   if (p->nacc == *cap) {
     int c = *cap ? *cap * 2 : 8;
     gpar__access *v = realloc(p->acc, sizeof *v * (size_t)c);
@@ -277,6 +287,9 @@ static int graph_build(gpar_graph *g) {
   int *local = malloc(sizeof *local * (size_t)(n ? n : 1)); /* node -> index within its part */
   int *partcap = NULL, *acccap = NULL, nparts = 0, capparts = 0;
   int *prods = NULL, np = 0, capp = 0, *prevw = NULL, capw = 0;
+  int(*where)[2] = malloc(sizeof *where * (size_t)(g->nbufs ? g->nbufs : 1));
+  if (!where) st = GPAR_ENOMEM;
+  for (int b = 0; where && b < g->nbufs; b++) where[b][0] = -1;
   if (!bs || !lastpart || !local) st = GPAR_ENOMEM;
   for (int b = 0; bs && b < g->nbufs; b++) bs[b].writer = -1;
   for (int d = 0; lastpart && d < eng->ndev; d++) lastpart[d] = -1;
@@ -332,7 +345,8 @@ static int graph_build(gpar_graph *g) {
     for (int a = 0; a < op->nacc && st == GPAR_OK; a++) {
       int mode = access_at(op, a)->mode, w = prevw[a];
       if (w >= 0 && g->nodes[w].part == L) mode &= ~GPAR__READ;
-      if (mode) st = part_add_access(p, &acccap[L], access_at(op, a)->buf, mode);
+      gpar__buf *b = access_at(op, a)->buf;
+      if (mode) st = part_add_access(p, L, &acccap[L], b, mode, &where[buf_index(g, b)]);
     }
     /* Edges inside the part, as part-local indices; the others are the engine's at launch. */
     int ordered = op->dev->ops->ordered_by_events;
@@ -367,6 +381,7 @@ static int graph_build(gpar_graph *g) {
   free(acccap);
   free(prods);
   free(prevw);
+  free(where);
   if (st != GPAR_OK) return gpar__errorf(st, "gpar_graph_end: out of host memory while resolving edges");
   return GPAR_OK;
 }
@@ -457,7 +472,11 @@ GPAR_API int gpar_graph_launch(gpar_graph *g) {
     op->lane = GPAR__LANE_COMPUTE;
     op->name = "graph";
     op->u.graph.part = p;
-    for (int a = 0; a < p->nacc && st == GPAR_OK; a++) st = gpar__op_add_access(op, p->acc[a].buf, p->acc[a].mode);
+    /* The union has no duplicates: copy it in (gpar__op_add_access would search it per entry). */
+    if (p->nacc > GPAR__INLINE && !(op->acc_more = malloc(sizeof *op->acc_more * (size_t)(p->nacc - GPAR__INLINE))))
+      st = GPAR_ENOMEM;
+    for (int a = 0; a < p->nacc && st == GPAR_OK; a++) *access_at(op, a) = p->acc[a];
+    if (st == GPAR_OK) op->nacc = p->nacc;
     if (st != GPAR_OK) {
       n++;
       break;
