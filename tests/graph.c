@@ -3,6 +3,7 @@
  * host functions); launches in a row interleaved with eager ops; faults inside a launch; bad
  * input; a buffer released while a graph uses it; shutdown with live graphs. */
 #include <math.h>
+#include <pthread.h>
 
 #include "testutil.h"
 
@@ -292,6 +293,73 @@ static void shutdown_case(void) {
   gpar_shutdown(e2);
 }
 
+/* Threads: while the main thread records, another thread's ops run at once; then several
+ * threads record and launch their own graphs concurrently. */
+typedef struct thr {
+  gpar_buffer b;
+  int st, launches, right;
+} thr;
+
+static void *eager_thread(void *p) {
+  thr *t = p;
+  t->st = gpar_fill(t->b, 0, BYTES, 9);
+  if (t->st == GPAR_OK) t->st = gpar_wait(t->b);
+  return NULL;
+}
+
+static void *graph_thread(void *p) {
+  thr *t = p;
+  gpar_graph *gr = NULL;
+  float one = 1.0f;
+  /* The graph writes 1.0 into element 0, then runs the host step (h = h / 2 + 1) on it all. */
+  t->st = gpar_graph_begin(eng);
+  if (t->st == GPAR_OK) t->st = gpar_write(t->b, 0, &one, sizeof one);
+  if (t->st == GPAR_OK) t->st = gpar_submit(eng, GPAR_HOST, host_step, &t->b, NULL, 0, &t->b, 1);
+  int e = gpar_graph_end(eng, &gr);
+  if (t->st == GPAR_OK) t->st = e;
+  for (int i = 0; i < t->launches && t->st == GPAR_OK; i++) t->st = gpar_graph_launch(gr);
+  float h[2];
+  if (t->st == GPAR_OK) t->st = gpar_read(t->b, 0, h, sizeof h);
+  /* Element 0: 1 / 2 + 1 = 1.5 after every launch; element 1: x -> x / 2 + 1 from 0, n times. */
+  double want = 0;
+  for (int i = 0; i < t->launches; i++) want = want * 0.5 + 1.0;
+  t->right = t->st == GPAR_OK && h[0] == 1.5f && fabs(h[1] - want) < 1e-5;
+  if (gr) gpar_graph_destroy(gr);
+  return NULL;
+}
+
+static void threads_case(void) {
+  thr t = {mk(GPAR_HOST), 0, 0, 0};
+  gpar_fill(t.b, 0, BYTES, 0);
+  gpar_wait(t.b);
+  pthread_t th;
+  gpar_graph *gr = NULL;
+  gpar_graph_begin(eng);
+  pthread_create(&th, NULL, eager_thread, &t);
+  pthread_join(th, NULL);
+  unsigned char *p = gpar_buffer_host_ptr(t.b);
+  ok(t.st == GPAR_OK && p && p[100] == 9, "another thread's fill and wait run while this thread records (%s)",
+     gpar_status_name(t.st));
+  gpar_graph_end(eng, &gr);
+  gpar_graph_destroy(gr);
+  enum { NT = 4 };
+  thr ts[NT];
+  pthread_t tid[NT];
+  for (int i = 0; i < NT; i++) {
+    ts[i] = (thr){mk(GPAR_HOST), 0, 10 + i, 0};
+    gpar_fill(ts[i].b, 0, BYTES, 0);
+    pthread_create(&tid[i], NULL, graph_thread, &ts[i]);
+  }
+  int good = 0;
+  for (int i = 0; i < NT; i++) {
+    pthread_join(tid[i], NULL);
+    good += ts[i].right;
+    gpar_buffer_release(ts[i].b);
+  }
+  ok(good == NT, "%d threads record and launch their own graphs at once: %d right", NT, good);
+  gpar_buffer_release(t.b);
+}
+
 int main(void) {
   tap_start();
   eng = tu_engine(0, 0, 0);
@@ -314,6 +382,7 @@ int main(void) {
     replay_vs_eager("every device, reversed", rev, na, 3);
   }
   bad_input();
+  threads_case();
   shutdown_case();
   ok(gpar_shutdown(eng) == GPAR_OK, "shutdown");
   done_testing();
