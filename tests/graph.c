@@ -194,6 +194,35 @@ static void fault_case(int dev) {
   gpar_buffer_release(other);
 }
 
+/* Two devices, two parts: a GEMM fault in one part stays out of the other, independent part;
+ * a part on the second device that reads the failed result is skipped (GPAR_EDEPFAILED). */
+static void fault_two_parts(int da, int db) {
+  gpar_buffer a = mk(da), b = mk(da), c = mk(da), y = mk(db), z = mk(db);
+  seed(a, 1);
+  seed(b, 2);
+  gpar_graph *g1 = NULL, *g2 = NULL;
+  gpar_graph_begin(eng);
+  gpar_sgemm(GPAR_NO_TRANS, GPAR_NO_TRANS, N, N, N, 1.0f, a, 0, N, b, 0, N, 0.0f, c, 0, N);
+  gpar_fill(y, 0, BYTES, 4);
+  gpar_graph_end(eng, &g1);
+  gpar_graph_begin(eng);
+  gpar_copy(z, 0, c, 0, BYTES);
+  gpar_graph_end(eng, &g2);
+  gpar_wait_all(eng);
+  gpar_fault_inject(eng, "gemm", 1);
+  int l1 = gpar_graph_launch(g1), l2 = gpar_graph_launch(g2);
+  int wc = gpar_wait(c), wy = gpar_wait(y), wz = gpar_wait(z), wa = gpar_wait_all(eng);
+  ok(l1 == GPAR_OK && l2 == GPAR_OK && wc == GPAR_EFAULT && wy == GPAR_OK && wz == GPAR_EDEPFAILED &&
+         wa == GPAR_EFAULT,
+     "devices %d and %d: a fault in one part (%s) spares the other part (%s); a graph reading it is skipped (%s)",
+     da, db, gpar_status_name(wc), gpar_status_name(wy), gpar_status_name(wz));
+  gpar_fault_inject(eng, "gemm", 0);
+  gpar_graph_destroy(g1);
+  gpar_graph_destroy(g2);
+  gpar_buffer a_[5] = {a, b, c, y, z};
+  for (int i = 0; i < 5; i++) gpar_buffer_release(a_[i]);
+}
+
 /* A buffer released after recording stays alive for the graph; destroy lets it go. */
 static void released_case(int dev) {
   gpar_stats s0, s1, s2;
@@ -380,6 +409,8 @@ int main(void) {
     int rev[16];
     for (int i = 0; i < na; i++) rev[i] = all[na - 1 - i];
     replay_vs_eager("every device, reversed", rev, na, 3);
+    fault_two_parts(all[0], all[na - 1]);
+    fault_two_parts(all[na - 1], all[0]);
   }
   bad_input();
   threads_case();
