@@ -136,9 +136,7 @@ int gpar__fault(gpar_engine *eng, int kind) {
   return GPAR_OK;
 }
 
-GPAR_API int gpar_fault_inject(gpar_engine *eng, const char *kind, unsigned long n) {
-  int st;
-  if (!(eng = gpar__engine_check(eng, &st))) return st;
+static int fault_set(gpar_engine *eng, const char *kind, unsigned long n) {
   if (!kind) return gpar__errorf(GPAR_EINVAL, "gpar_fault_inject: kind is NULL");
   for (int k = 0; k < GPAR__FAULT_KINDS; k++)
     if (!strcmp(kind, gpar__fault_names[k])) {
@@ -146,6 +144,15 @@ GPAR_API int gpar_fault_inject(gpar_engine *eng, const char *kind, unsigned long
       return GPAR_OK;
     }
   return gpar__errorf(GPAR_EINVAL, "gpar_fault_inject: unknown kind '%s'", kind);
+}
+
+GPAR_API int gpar_fault_inject(gpar_engine *e, const char *kind, unsigned long n) {
+  int st;
+  gpar_engine *eng = gpar__engine_enter(e, &st);
+  if (!eng) return st;
+  st = fault_set(eng, kind, n);
+  gpar__engine_leave(eng);
+  return st;
 }
 
 /* ---------------------------------------------------------------- ops and edges */
@@ -295,12 +302,20 @@ static int buf_add_reader(gpar__buf *b, gpar__op *op) {
 void gpar__buf_free_locked(gpar_engine *eng, gpar__buf *b);
 static void retire_locked(gpar_engine *eng, gpar__op *op);
 
-/* Submit a built op (engine lock held). Links it behind the last writer and readers of each
+/* Submit a built op (engine lock held). GPAR_ESHUTDOWN, with the op discarded, once the engine
+ * has drained for shutdown; otherwise GPAR_OK (failures to link retire the op with the error).
+ * Links it behind the last writer and readers of each
  * buffer it touches and queues it on its device when nothing holds it back. With *keep, an
  * extra reference is returned for gpar__wait_op (synchronous mode, gpar_read). */
 int gpar__op_submit(gpar_engine *eng, gpar__op *op, int keep) {
-  if (gpar__graph_recording(eng)) return gpar__graph_record_locked(eng, op); /* graph.c */
   int st = GPAR_OK;
+  if (atomic_load(&eng->state) == GPAR__ENG_CLOSED) { /* drained: nothing may start now */
+    if (op->staging) gpar__pinned_free(&eng->pinned, op->staging);
+    op->staging = NULL;
+    gpar__op_discard(eng, op);
+    return gpar__errorf(GPAR_ESHUTDOWN, "engine is shut down");
+  }
+  if (gpar__graph_recording(eng)) return gpar__graph_record_locked(eng, op); /* graph.c */
   op->refs = 1 + (keep ? 1 : 0);
   op->state = GPAR__ST_WAITING;
   op->seq = ++eng->seq;
@@ -724,10 +739,10 @@ int gpar__wait_op(gpar_engine *eng, gpar__op *op) {
   return st;
 }
 
-GPAR_API int gpar_wait(gpar_buffer handle) {
+static int wait_buf(gpar_buffer handle) {
   gpar__buf *b;
   gpar_engine *eng;
-  int st = gpar__buf_lookup(handle.id, &b, &eng);
+  int st = gpar__buf_lookup(handle, &b, &eng);
   if (st) return st;
   if (gpar__in_op || gpar__graph_recording(eng)) {
     pthread_mutex_unlock(&eng->mu);
@@ -746,12 +761,24 @@ GPAR_API int gpar_wait(gpar_buffer handle) {
   return gpar__wait_op(eng, w);
 }
 
-GPAR_API int gpar_wait_all(gpar_engine *eng) {
+GPAR_API int gpar_wait(gpar_buffer handle) {
   int st;
-  if (!(eng = gpar__engine_check(eng, &st))) return st;
-  if (gpar__in_op) return gpar__errorf(GPAR_EDEADLK, "gpar_wait_all called from inside an operation");
-  if (gpar__graph_recording(eng))
-    return gpar__errorf(GPAR_ERECORDING, "gpar_wait_all called while this thread records a graph");
+  gpar_engine *eng = gpar__engine_enter_buf(handle, &st);
+  if (!eng) return st;
+  st = wait_buf(handle);
+  gpar__engine_leave(eng);
+  return st;
+}
+
+GPAR_API int gpar_wait_all(gpar_engine *e) {
+  int st;
+  gpar_engine *eng = gpar__engine_enter(e, &st);
+  if (!eng) return st;
+  if (gpar__in_op || gpar__graph_recording(eng)) {
+    gpar__engine_leave(eng);
+    if (!gpar__in_op) return gpar__errorf(GPAR_ERECORDING, "gpar_wait_all called while this thread records a graph");
+    return gpar__errorf(GPAR_EDEADLK, "gpar_wait_all called from inside an operation");
+  }
   pthread_mutex_lock(&eng->mu);
   uint64_t target = eng->seq;
   eng->nwaiters++;
@@ -764,26 +791,137 @@ GPAR_API int gpar_wait_all(gpar_engine *eng) {
   free(eng->first_errmsg);
   eng->first_errmsg = NULL;
   pthread_mutex_unlock(&eng->mu);
+  gpar__engine_leave(eng);
   return st;
 }
 
 /* ---------------------------------------------------------------- engines */
 
-gpar_engine *gpar__engine_check(gpar_engine *eng, int *status) {
-  uintptr_t p = (uintptr_t)eng, base = (uintptr_t)gpar__engines;
-  if (!eng) {
+/* Engine tokens: the user's gpar_engine pointer is (serial << 7 | slot << 1 | 1), never a real
+ * address. Serials count up from 1 and are never reused: at their end gpar_init fails rather
+ * than wrap. Internal code passes real addresses of gpar__engines, which are even. */
+#define GPAR__TOKEN_SLOT_BITS 6
+#define GPAR__ENGINE_SERIAL_MAX ((uint64_t)(UINTPTR_MAX >> (GPAR__TOKEN_SLOT_BITS + 1)))
+_Static_assert(GPAR__MAX_ENGINES <= 1 << GPAR__TOKEN_SLOT_BITS, "engine slots fit the token");
+
+static pthread_once_t gpar__registry_once = PTHREAD_ONCE_INIT;
+static uint64_t gpar__engine_serial; /* last engine serial given (registry lock) */
+static _Atomic uint64_t gpar__buf_serial; /* last buffer serial given */
+_Thread_local int gpar__depth;
+
+static void registry_init(void) {
+  for (int i = 0; i < GPAR__MAX_ENGINES; i++) {
+    pthread_mutex_init(&gpar__engines[i].mu, NULL);
+    pthread_cond_init(&gpar__engines[i].retire_cv, NULL);
+  }
+}
+
+static gpar_engine *engine_token(gpar_engine *eng) {
+  return (gpar_engine *)(uintptr_t)((atomic_load(&eng->serial) << (GPAR__TOKEN_SLOT_BITS + 1)) |
+                                    ((uintptr_t)(eng - gpar__engines) << 1) | 1u);
+}
+
+/* Decode a token or an internal pointer; *serial 0 for internal pointers. */
+static gpar_engine *engine_decode(gpar_engine *e, uint64_t *serial, int *status) {
+  uintptr_t p = (uintptr_t)e, base = (uintptr_t)gpar__engines;
+  *serial = 0;
+  if (!e) {
     *status = gpar__errorf(GPAR_EINVAL, "engine is NULL");
     return NULL;
   }
-  if (p < base || p >= base + sizeof gpar__engines || (p - base) % sizeof gpar__engines[0]) {
+  if (p & 1) {
+    *serial = (uint64_t)(p >> (GPAR__TOKEN_SLOT_BITS + 1));
+    unsigned slot = (unsigned)(p >> 1) & ((1u << GPAR__TOKEN_SLOT_BITS) - 1);
+    if (slot < GPAR__MAX_ENGINES && *serial) return &gpar__engines[slot];
+  } else if (p >= base && p < base + sizeof gpar__engines && (p - base) % sizeof gpar__engines[0] == 0) {
+    return e;
+  }
+  *status = gpar__errorf(GPAR_EINVAL, "not an engine handle");
+  return NULL;
+}
+
+/* May a call enter an engine in this state? */
+static int state_admits(int state) {
+  return state == GPAR__ENG_OPEN || (state == GPAR__ENG_CLOSING && (gpar__in_op || gpar__depth > 0));
+}
+
+static gpar_engine *engine_enter(gpar_engine *eng, uint64_t serial, int *status) {
+  atomic_fetch_add(&eng->callers, 1);
+  int state = atomic_load(&eng->state);
+  uint64_t cur = atomic_load(&eng->serial);
+  if (state_admits(state) && (!serial || serial == cur)) {
+    gpar__depth++;
+    return eng;
+  }
+  atomic_fetch_sub(&eng->callers, 1);
+  if (serial > cur)
     *status = gpar__errorf(GPAR_EINVAL, "not an engine handle");
-    return NULL;
-  }
-  if (!atomic_load(&eng->alive)) {
+  else if (serial == cur && (state == GPAR__ENG_CLOSING || state == GPAR__ENG_CLOSED))
+    *status = gpar__errorf(GPAR_ESHUTDOWN, "engine is shutting down");
+  else
     *status = gpar__errorf(GPAR_ESHUTDOWN, "engine is shut down");
+  return NULL;
+}
+
+gpar_engine *gpar__engine_enter(gpar_engine *e, int *status) {
+  uint64_t serial;
+  gpar_engine *eng = engine_decode(e, &serial, status);
+  if (!eng) return NULL;
+  if (!serial) serial = atomic_load(&eng->serial);
+  return engine_enter(eng, serial, status);
+}
+
+gpar_engine *gpar__engine_enter_buf(gpar_buffer h, int *status) {
+  uint64_t s = h.id >> 32;
+  if (h.id == 0) {
+    *status = gpar__errorf(GPAR_EBADBUF, "null buffer handle");
     return NULL;
   }
+  if (s == 0 || s > GPAR__MAX_ENGINES || !h.serial) {
+    *status = gpar__errorf(GPAR_EBADBUF, "not a buffer handle");
+    return NULL;
+  }
+  gpar_engine *eng = &gpar__engines[s - 1];
+  atomic_fetch_add(&eng->callers, 1);
+  int state = atomic_load(&eng->state);
+  if (state_admits(state) && h.serial >= atomic_load(&eng->first_buf_serial)) {
+    gpar__depth++;
+    return eng;
+  }
+  atomic_fetch_sub(&eng->callers, 1);
+  if ((state == GPAR__ENG_CLOSING || state == GPAR__ENG_CLOSED) && h.serial >= atomic_load(&eng->first_buf_serial))
+    *status = gpar__errorf(GPAR_ESHUTDOWN, "buffer handle: its engine is shutting down");
+  else
+    *status = gpar__errorf(GPAR_EBADBUF, "buffer handle: its engine is shut down or unknown");
+  return NULL;
+}
+
+void gpar__engine_leave(gpar_engine *eng) {
+  gpar__depth--;
+  atomic_fetch_sub(&eng->callers, 1);
+}
+
+gpar_engine *gpar__engine_check(gpar_engine *e, int *status) {
+  gpar_engine *eng = gpar__engine_enter(e, status);
+  if (eng) gpar__engine_leave(eng);
   return eng;
+}
+
+GPAR_API void gpar__test_set_serials(uint64_t next_engine, uint64_t next_buffer) {
+  pthread_once(&gpar__registry_once, registry_init);
+  pthread_mutex_lock(&gpar__registry_mu);
+  if (next_engine) gpar__engine_serial = next_engine - 1;
+  if (next_buffer) atomic_store(&gpar__buf_serial, next_buffer - 1);
+  pthread_mutex_unlock(&gpar__registry_mu);
+}
+
+/* A buffer serial, never 0 and never reused; 0 once they are used up. */
+static uint64_t buf_serial_next(void) {
+  uint64_t n = atomic_load(&gpar__buf_serial);
+  do {
+    if (n == UINT64_MAX) return 0;
+  } while (!atomic_compare_exchange_weak(&gpar__buf_serial, &n, n + 1));
+  return n + 1;
 }
 
 static void config_from_env(gpar_config *cfg);
@@ -827,10 +965,12 @@ static int device_start_threads(gpar__device *dev) {
   return GPAR_OK;
 }
 
-static void device_stop(gpar__device *dev) {
+/* Stop and join a device's threads (its queue is empty: nothing is in flight). */
+static void device_join(gpar__device *dev) {
   queue_stop(&dev->ready);
   for (int i = 0; i < dev->nthreads; i++) pthread_join(dev->threads[i], NULL);
   free(dev->threads);
+  dev->threads = NULL;
   if (dev->ops->ordered_by_events && dev->completer) {
     pthread_mutex_lock(&dev->cmu);
     dev->cstop = 1;
@@ -838,6 +978,12 @@ static void device_stop(gpar__device *dev) {
     pthread_mutex_unlock(&dev->cmu);
     pthread_join(dev->completer, NULL);
   }
+  dev->nthreads = 0;
+  dev->completer = 0;
+}
+
+/* Close a device whose threads are joined, and free it. */
+static void device_free(gpar__device *dev) {
   if (dev->trace_ref) dev->ops->event_release(dev->trace_ref);
   if (dev->bdev) dev->ops->device_close(dev->bdev);
   queue_destroy(&dev->ready);
@@ -876,8 +1022,7 @@ static int engine_add_backend(gpar_engine *eng, const gpar__backend_ops *ops) {
     pthread_cond_init(&dev->ccv, NULL);
     if ((st = ops->device_info(be, i, &dev->info)) || (st = ops->device_open(be, i, &dev->bdev))) {
       gpar__log("%s: device %d skipped: %s", ops->name, i, gpar__error_msg());
-      dev->nthreads = 0;
-      device_stop(dev);
+      device_free(dev);
       continue;
     }
     dev->index = eng->ndev;
@@ -893,10 +1038,13 @@ static int engine_add_backend(gpar_engine *eng, const gpar__backend_ops *ops) {
   return GPAR_OK;
 }
 
+/* Free what an engine holds, once no op is in flight and no call is inside. Threads are joined
+ * before any buffer is freed. */
 static void engine_free_resources(gpar_engine *eng) {
+  for (int i = 0; i < eng->ndev; i++) device_join(eng->devs[i]);
   for (uint32_t s = 0; s < eng->nslots; s++)
     if (eng->slots[s]) gpar__buf_free_locked(eng, eng->slots[s]);
-  for (int i = 0; i < eng->ndev; i++) device_stop(eng->devs[i]);
+  for (int i = 0; i < eng->ndev; i++) device_free(eng->devs[i]);
   gpar__pinned_destroy(&eng->pinned);
   for (int i = 0; i < eng->nbackends; i++) eng->backends[i].ops->close(eng->backends[i].be);
   while (eng->op_free) {
@@ -906,35 +1054,53 @@ static void engine_free_resources(gpar_engine *eng) {
   }
   free(eng->devs);
   free(eng->slots);
-  free(eng->slot_gen);
   free(eng->free_slots);
   free(eng->first_errmsg);
   free(eng->trace);
-  pthread_mutex_destroy(&eng->mu);
-  pthread_cond_destroy(&eng->retire_cv);
+}
+
+/* Claim a free slot with a fresh serial (registry lock); NULL with *status on failure. */
+static gpar_engine *engine_claim(int *status) {
+  pthread_once(&gpar__registry_once, registry_init);
+  pthread_mutex_lock(&gpar__registry_mu);
+  gpar_engine *eng = NULL;
+  if (gpar__engine_serial >= GPAR__ENGINE_SERIAL_MAX) {
+    pthread_mutex_unlock(&gpar__registry_mu);
+    *status = gpar__errorf(GPAR_ENOMEM, "gpar_init: engine serials used up (%llu engines)",
+                           (unsigned long long)GPAR__ENGINE_SERIAL_MAX);
+    return NULL;
+  }
+  for (unsigned i = 0; i < GPAR__MAX_ENGINES && !eng; i++) {
+    unsigned s = (gpar__next_engine + i) % GPAR__MAX_ENGINES;
+    if (atomic_load(&gpar__engines[s].state) == GPAR__ENG_FREE) {
+      eng = &gpar__engines[s];
+      gpar__next_engine = s + 1;
+    }
+  }
+  if (eng) {
+    memset(&eng->slot, 0, sizeof *eng - offsetof(gpar_engine, slot));
+    eng->slot = (int)(eng - gpar__engines);
+    atomic_store(&eng->serial, ++gpar__engine_serial);
+    atomic_store(&eng->first_buf_serial, atomic_load(&gpar__buf_serial) + 1);
+    atomic_store(&eng->state, GPAR__ENG_INIT);
+  }
+  pthread_mutex_unlock(&gpar__registry_mu);
+  if (!eng) *status = gpar__errorf(GPAR_ENOMEM, "gpar_init: more than %d engines alive", GPAR__MAX_ENGINES);
+  return eng;
+}
+
+static void engine_release_slot(gpar_engine *eng) {
+  pthread_mutex_lock(&gpar__registry_mu);
+  atomic_store(&eng->state, GPAR__ENG_FREE);
+  pthread_mutex_unlock(&gpar__registry_mu);
 }
 
 GPAR_API int gpar_init(gpar_engine **out, const gpar_config *cfg) {
   if (!out) return gpar__errorf(GPAR_EINVAL, "gpar_init: out pointer is NULL");
   *out = NULL;
-  pthread_mutex_lock(&gpar__registry_mu);
-  gpar_engine *eng = NULL;
-  for (unsigned i = 0; i < GPAR__MAX_ENGINES && !eng; i++) {
-    unsigned s = (gpar__next_engine + i) % GPAR__MAX_ENGINES;
-    if (!atomic_load(&gpar__engines[s].alive) && !gpar__engines[s].slot) {
-      eng = &gpar__engines[s];
-      gpar__next_engine = s + 1;
-    }
-  }
-  if (!eng) {
-    pthread_mutex_unlock(&gpar__registry_mu);
-    return gpar__errorf(GPAR_ENOMEM, "gpar_init: more than %d engines alive", GPAR__MAX_ENGINES);
-  }
-  uint32_t gen = eng->gen + 1;
-  memset(eng, 0, sizeof *eng);
-  eng->slot = -1; /* claimed while initialising */
-  eng->gen = gen;
-  pthread_mutex_unlock(&gpar__registry_mu);
+  int st;
+  gpar_engine *eng = engine_claim(&st);
+  if (!eng) return st;
 
   if (cfg)
     eng->cfg = *cfg;
@@ -948,12 +1114,10 @@ GPAR_API int gpar_init(gpar_engine **out, const gpar_config *cfg) {
   }
   gpar__set_quiet(eng->cfg.quiet);
   const char *fault = getenv("GPAR_FAULT");
-  pthread_mutex_init(&eng->mu, NULL);
-  pthread_cond_init(&eng->retire_cv, NULL);
   eng->tracing = eng->cfg.trace_path != NULL;
   eng->t0 = gpar__now();
 
-  int st = engine_add_backend(eng, &gpar__host_backend);
+  st = engine_add_backend(eng, &gpar__host_backend);
   if (st == GPAR_OK && &gpar__cuda_backend && (eng->cfg.backends & GPAR_BACKEND_CUDA))
     st = engine_add_backend(eng, &gpar__cuda_backend);
   if (st == GPAR_OK && &gpar__opencl_backend && (eng->cfg.backends & GPAR_BACKEND_OPENCL))
@@ -974,12 +1138,9 @@ GPAR_API int gpar_init(gpar_engine **out, const gpar_config *cfg) {
   if (st == GPAR_OK && !eng->host_dev) st = gpar__errorf(GPAR_ENODEV, "host backend has no device");
   if (st != GPAR_OK) {
     engine_free_resources(eng);
-    pthread_mutex_lock(&gpar__registry_mu);
-    eng->slot = 0;
-    pthread_mutex_unlock(&gpar__registry_mu);
+    engine_release_slot(eng);
     return st;
   }
-  eng->slot = (int)(eng - gpar__engines);
   if (eng->tracing)
     for (int i = 0; i < eng->ndev; i++) {
       gpar__device *dev = eng->devs[i];
@@ -989,65 +1150,101 @@ GPAR_API int gpar_init(gpar_engine **out, const gpar_config *cfg) {
         dev->trace_t0 = gpar__now() - eng->t0;
       }
     }
-  atomic_store(&eng->alive, 1);
   if (fault) {
     char kind[32];
     unsigned long n;
-    if (sscanf(fault, "%31[a-z]:%lu", kind, &n) == 2) gpar_fault_inject(eng, kind, n);
+    if (sscanf(fault, "%31[a-z]:%lu", kind, &n) == 2) fault_set(eng, kind, n);
   }
-  *out = eng;
+  atomic_store(&eng->state, GPAR__ENG_OPEN);
+  *out = engine_token(eng);
   return GPAR_OK;
 }
 
-GPAR_API int gpar_shutdown(gpar_engine *eng) {
+/* Shutdown: refuse new outside calls (CLOSING), drain until nothing is in flight, then refuse
+ * everything (CLOSED, set under the engine lock so no submit slips in after the drain), wait
+ * for the calls still inside to leave, join the threads, and only then free memory. */
+GPAR_API int gpar_shutdown(gpar_engine *e) {
   int st;
-  if (!(eng = gpar__engine_check(eng, &st))) return st;
-  if (gpar__in_op) return gpar__errorf(GPAR_EDEADLK, "gpar_shutdown called from inside an operation");
-  if (gpar__graph_recording(eng)) memset(&gpar__rec, 0, sizeof gpar__rec); /* recording dropped */
-  st = gpar_wait_all(eng);
-  atomic_store(&eng->alive, 0);
-  gpar__graph_shutdown(eng);
+  gpar_engine *eng = gpar__engine_enter(e, &st);
+  if (!eng) return st;
+  if (gpar__in_op) {
+    gpar__engine_leave(eng);
+    return gpar__errorf(GPAR_EDEADLK, "gpar_shutdown called from inside an operation");
+  }
+  int open = GPAR__ENG_OPEN;
+  if (!atomic_compare_exchange_strong(&eng->state, &open, GPAR__ENG_CLOSING)) {
+    gpar__engine_leave(eng);
+    return gpar__errorf(GPAR_ESHUTDOWN, "engine is shutting down");
+  }
+  pthread_mutex_lock(&eng->mu);
+  eng->nwaiters++;
+  while (eng->inflight_head) pthread_cond_wait(&eng->retire_cv, &eng->mu);
+  eng->nwaiters--;
+  atomic_store(&eng->state, GPAR__ENG_CLOSED);
+  st = eng->first_error;
+  if (st != GPAR_OK) gpar__set_error_msg(st, eng->first_errmsg);
+  pthread_mutex_unlock(&eng->mu);
+  gpar__engine_leave(eng);
+  while (atomic_load(&eng->callers) > 0) {
+    struct timespec ts = {0, 50000};
+    nanosleep(&ts, NULL);
+  }
+  gpar__graph_shutdown(eng); /* graph.c: its graphs, their buffers and backend graphs */
   if (eng->tracing) gpar__trace_write(eng);
   engine_free_resources(eng);
-  pthread_mutex_lock(&gpar__registry_mu);
-  eng->slot = 0;
-  pthread_mutex_unlock(&gpar__registry_mu);
+  engine_release_slot(eng);
   return st;
 }
 
 /* ---------------------------------------------------------------- devices */
 
-GPAR_API int gpar_device_count(gpar_engine *eng) {
+GPAR_API int gpar_device_count(gpar_engine *e) {
   int st;
-  if (!(eng = gpar__engine_check(eng, &st))) return st;
-  return eng->ndev;
+  gpar_engine *eng = gpar__engine_enter(e, &st);
+  if (!eng) return st;
+  st = eng->ndev;
+  gpar__engine_leave(eng);
+  return st;
 }
 
-GPAR_API int gpar_device_info(gpar_engine *eng, int dev, gpar_device_props *info) {
-  int st;
-  if (!(eng = gpar__engine_check(eng, &st))) return st;
-  if (!info) return gpar__errorf(GPAR_EINVAL, "gpar_device_info: info is NULL");
-  if (dev < 0 || dev >= eng->ndev)
-    return gpar__errorf(GPAR_ENODEV, "device %d does not exist (%d devices)", dev, eng->ndev);
-  *info = eng->devs[dev]->info;
-  return GPAR_OK;
+GPAR_API int gpar_device_info(gpar_engine *e, int dev, gpar_device_props *info) {
+  int st = GPAR_OK;
+  gpar_engine *eng = gpar__engine_enter(e, &st);
+  if (!eng) return st;
+  if (!info)
+    st = gpar__errorf(GPAR_EINVAL, "gpar_device_info: info is NULL");
+  else if (dev < 0 || dev >= eng->ndev)
+    st = gpar__errorf(GPAR_ENODEV, "device %d does not exist (%d devices)", dev, eng->ndev);
+  else
+    *info = eng->devs[dev]->info;
+  gpar__engine_leave(eng);
+  return st;
 }
 
-GPAR_API int gpar_device_find(gpar_engine *eng, int backend_id, int type, int skip) {
+GPAR_API int gpar_device_find(gpar_engine *e, int backend_id, int type, int skip) {
   int st;
-  if (!(eng = gpar__engine_check(eng, &st))) return st;
+  gpar_engine *eng = gpar__engine_enter(e, &st);
+  if (!eng) return st;
+  st = gpar__errorf(GPAR_ENODEV, "no such device (backend %d, type %d)", backend_id, type);
   for (int i = 0; i < eng->ndev; i++) {
     const gpar_device_props *in = &eng->devs[i]->info;
-    if ((!backend_id || (in->backend_id & backend_id)) && (type < 0 || (int)in->type == type) && skip-- == 0)
-      return i;
+    if ((!backend_id || (in->backend_id & backend_id)) && (type < 0 || (int)in->type == type) && skip-- == 0) {
+      st = i;
+      break;
+    }
   }
-  return gpar__errorf(GPAR_ENODEV, "no such device (backend %d, type %d)", backend_id, type);
+  gpar__engine_leave(eng);
+  return st;
 }
 
-GPAR_API int gpar_stats_get(gpar_engine *eng, gpar_stats *stats) {
+GPAR_API int gpar_stats_get(gpar_engine *e, gpar_stats *stats) {
   int st;
-  if (!(eng = gpar__engine_check(eng, &st))) return st;
-  if (!stats) return gpar__errorf(GPAR_EINVAL, "gpar_stats_get: stats is NULL");
+  gpar_engine *eng = gpar__engine_enter(e, &st);
+  if (!eng) return st;
+  if (!stats) {
+    gpar__engine_leave(eng);
+    return gpar__errorf(GPAR_EINVAL, "gpar_stats_get: stats is NULL");
+  }
   pthread_mutex_lock(&eng->mu);
   *stats = eng->stats;
   pthread_mutex_unlock(&eng->mu);
@@ -1055,52 +1252,53 @@ GPAR_API int gpar_stats_get(gpar_engine *eng, gpar_stats *stats) {
   stats->pinned_bytes_pool = eng->pinned.held;
   pthread_mutex_unlock(&eng->pinned.mu);
   stats->events_live = (uint64_t)atomic_load(&eng->events_live);
+  gpar__engine_leave(eng);
   return GPAR_OK;
 }
 
 /* ---------------------------------------------------------------- buffers */
 
-#define GPAR__SLOT_BITS 24
-#define GPAR__GEN_MASK 0xffffffu
-
-static uint64_t make_id(gpar_engine *eng, uint32_t slot, uint32_t gen) {
-  return ((uint64_t)(eng - gpar__engines) << 58) | ((uint64_t)(eng->gen & 0x3ff) << 48) |
-         ((uint64_t)slot << GPAR__SLOT_BITS) | (gen & GPAR__GEN_MASK);
+/* Handles: id = (engine slot + 1) << 32 | buffer slot; serial = the buffer's serial. */
+gpar_buffer gpar__buf_handle(const gpar__buf *b) {
+  return (gpar_buffer){((uint64_t)(b->eng->slot + 1) << 32) | b->slot, b->serial};
 }
 
-/* The engine a handle names, when that engine is alive (no lock taken). */
-static gpar_engine *engine_of_id(uint64_t id) {
-  gpar_engine *eng = &gpar__engines[id >> 58];
-  if (id == 0 || !atomic_load(&eng->alive) || (eng->gen & 0x3ff) != ((id >> 48) & 0x3ff)) return NULL;
-  return eng;
-}
-
-/* Resolve a handle of engine eng (engine lock held). A live handle of another engine is
+/* Resolve a handle for engine eng (engine lock held). A live handle of another engine is
  * GPAR_EENGINE; anything else that is not a live buffer of eng is GPAR_EBADBUF. */
-int gpar__buf_get_locked(gpar_engine *eng, uint64_t id, gpar__buf **b) {
-  if (id == 0) return gpar__errorf(GPAR_EBADBUF, "null buffer handle");
-  if (engine_of_id(id) != eng) {
-    if (engine_of_id(id))
-      return gpar__errorf(GPAR_EENGINE, "buffer handle %#llx belongs to another engine", (unsigned long long)id);
-    return gpar__errorf(GPAR_EBADBUF, "buffer handle %#llx: its engine is shut down or unknown",
-                        (unsigned long long)id);
+int gpar__buf_get_locked(gpar_engine *eng, gpar_buffer h, gpar__buf **b) {
+  if (h.id == 0) return gpar__errorf(GPAR_EBADBUF, "null buffer handle");
+  if (atomic_load(&eng->state) == GPAR__ENG_CLOSED) return gpar__errorf(GPAR_ESHUTDOWN, "engine is shut down");
+  uint64_t es = h.id >> 32;
+  uint32_t slot = (uint32_t)h.id;
+  if (es != (uint64_t)eng->slot + 1) {
+    const gpar_engine *other = es && es <= GPAR__MAX_ENGINES ? &gpar__engines[es - 1] : NULL;
+    int st = other ? atomic_load(&other->state) : GPAR__ENG_FREE;
+    if ((st == GPAR__ENG_OPEN || st == GPAR__ENG_CLOSING) && h.serial >= atomic_load(&other->first_buf_serial))
+      return gpar__errorf(GPAR_EENGINE, "buffer handle %#llx:%llu belongs to another engine",
+                          (unsigned long long)h.id, (unsigned long long)h.serial);
+    return gpar__errorf(GPAR_EBADBUF, "buffer handle %#llx:%llu: its engine is shut down or unknown",
+                        (unsigned long long)h.id, (unsigned long long)h.serial);
   }
-  uint32_t slot = (uint32_t)(id >> GPAR__SLOT_BITS) & GPAR__GEN_MASK;
-  if (slot >= eng->nslots || !eng->slots[slot] || eng->slot_gen[slot] != (id & GPAR__GEN_MASK) ||
-      eng->slots[slot]->released)
-    return gpar__errorf(GPAR_EBADBUF, "buffer handle %#llx is released or invalid", (unsigned long long)id);
+  if (h.serial < atomic_load(&eng->first_buf_serial))
+    return gpar__errorf(GPAR_EBADBUF, "buffer handle %#llx:%llu: its engine is shut down", (unsigned long long)h.id,
+                        (unsigned long long)h.serial);
+  if (slot >= eng->nslots || !eng->slots[slot] || eng->slots[slot]->serial != h.serial || eng->slots[slot]->released)
+    return gpar__errorf(GPAR_EBADBUF, "buffer handle %#llx:%llu is released or invalid", (unsigned long long)h.id,
+                        (unsigned long long)h.serial);
   *b = eng->slots[slot];
   return GPAR_OK;
 }
 
 /* Decode a handle; on success the engine lock is held and *b is live and not released. */
-int gpar__buf_lookup(uint64_t id, gpar__buf **b, gpar_engine **eng_out) {
-  gpar_engine *eng = engine_of_id(id);
-  if (!eng)
-    return gpar__errorf(GPAR_EBADBUF, id ? "buffer handle %#llx: its engine is shut down or unknown" : "null buffer handle",
-                        (unsigned long long)id);
+int gpar__buf_lookup(gpar_buffer h, gpar__buf **b, gpar_engine **eng_out) {
+  uint64_t es = h.id >> 32;
+  if (h.id == 0) return gpar__errorf(GPAR_EBADBUF, "null buffer handle");
+  gpar_engine *eng = es && es <= GPAR__MAX_ENGINES ? &gpar__engines[es - 1] : NULL;
+  if (!eng || atomic_load(&eng->state) == GPAR__ENG_FREE)
+    return gpar__errorf(GPAR_EBADBUF, "buffer handle %#llx:%llu: its engine is shut down or unknown",
+                        (unsigned long long)h.id, (unsigned long long)h.serial);
   pthread_mutex_lock(&eng->mu);
-  int st = gpar__buf_get_locked(eng, id, b);
+  int st = gpar__buf_get_locked(eng, h, b);
   if (st) {
     pthread_mutex_unlock(&eng->mu);
     return st;
@@ -1110,12 +1308,9 @@ int gpar__buf_lookup(uint64_t id, gpar__buf **b, gpar_engine **eng_out) {
 }
 
 void gpar__buf_free_locked(gpar_engine *eng, gpar__buf *b) {
-  uint32_t slot = (uint32_t)(b->id >> GPAR__SLOT_BITS) & GPAR__GEN_MASK;
   gpar__buffer_free_mem(eng, b->dev, b->mem);
-  eng->slots[slot] = NULL;
-  eng->slot_gen[slot] = (eng->slot_gen[slot] + 1) & GPAR__GEN_MASK;
-  if (!eng->slot_gen[slot]) eng->slot_gen[slot] = 1;
-  eng->free_slots[eng->nfree++] = slot;
+  eng->slots[b->slot] = NULL;
+  eng->free_slots[eng->nfree++] = b->slot;
   eng->stats.buffers_live--;
   free(b->readers);
   free(b->errmsg);
@@ -1140,44 +1335,36 @@ void gpar__buffer_free_mem(gpar_engine *eng, gpar__device *dev, void *mem) {
 }
 
 int gpar__buffer_register_locked(gpar_engine *eng, gpar__device *dev, size_t bytes, void *mem, gpar__buf **out) {
+  if (atomic_load(&eng->state) == GPAR__ENG_CLOSED) return gpar__errorf(GPAR_ESHUTDOWN, "engine is shut down");
   if (!eng->nfree && eng->nslots == eng->capslots) {
     uint32_t cap = eng->capslots ? eng->capslots * 2 : 64;
-    if (cap > (1u << GPAR__SLOT_BITS)) return gpar__errorf(GPAR_ENOMEM, "too many buffers");
+    if (cap > (1u << 30)) return gpar__errorf(GPAR_ENOMEM, "too many buffers");
     gpar__buf **s = realloc(eng->slots, sizeof *s * cap);
     if (s) eng->slots = s;
-    uint32_t *g = realloc(eng->slot_gen, sizeof *g * cap);
-    if (g) eng->slot_gen = g;
     uint32_t *f = realloc(eng->free_slots, sizeof *f * cap);
     if (f) eng->free_slots = f;
-    if (!s || !g || !f) return gpar__errorf(GPAR_ENOMEM, "out of host memory for buffer slots");
+    if (!s || !f) return gpar__errorf(GPAR_ENOMEM, "out of host memory for buffer slots");
     eng->capslots = cap;
   }
+  uint64_t serial = buf_serial_next();
+  if (!serial) return gpar__errorf(GPAR_ENOMEM, "buffer serials used up");
   gpar__buf *b = calloc(1, sizeof *b);
   if (!b) return gpar__errorf(GPAR_ENOMEM, "out of host memory");
   b->mem = mem;
-  uint32_t slot;
-  if (eng->nfree) {
-    slot = eng->free_slots[--eng->nfree];
-  } else {
-    slot = eng->nslots++;
-    eng->slot_gen[slot] = 1;
-  }
-  b->id = make_id(eng, slot, eng->slot_gen[slot]);
+  b->slot = eng->nfree ? eng->free_slots[--eng->nfree] : eng->nslots++;
+  b->serial = serial;
   b->eng = eng;
   b->dev = dev;
   b->host_memory = !dev || !dev->ops->ordered_by_events;
   b->bytes = bytes;
-  eng->slots[slot] = b;
+  eng->slots[b->slot] = b;
   eng->stats.buffers_live++;
   *out = b;
   return GPAR_OK;
 }
 
-GPAR_API int gpar_buffer_create(gpar_engine *eng, int dev, size_t bytes, gpar_buffer *buf) {
+int gpar__buffer_create(gpar_engine *eng, int dev, size_t bytes, gpar_buffer *buf) {
   int st;
-  if (!(eng = gpar__engine_check(eng, &st))) return st;
-  if (!buf) return gpar__errorf(GPAR_EINVAL, "gpar_buffer_create: buf is NULL");
-  buf->id = 0;
   if (bytes == 0) return gpar__errorf(GPAR_EINVAL, "gpar_buffer_create: size is 0");
   if (dev != GPAR_HOST && (dev < 0 || dev >= eng->ndev))
     return gpar__errorf(GPAR_ENODEV, "gpar_buffer_create: device %d does not exist (%d devices)", dev, eng->ndev);
@@ -1192,19 +1379,29 @@ GPAR_API int gpar_buffer_create(gpar_engine *eng, int dev, size_t bytes, gpar_bu
   gpar__buf *b;
   pthread_mutex_lock(&eng->mu);
   st = gpar__buffer_register_locked(eng, d, bytes, mem, &b);
+  if (st == GPAR_OK) *buf = gpar__buf_handle(b);
   pthread_mutex_unlock(&eng->mu);
-  if (st != GPAR_OK) {
-    gpar__buffer_free_mem(eng, d, mem);
-    return st;
-  }
-  buf->id = b->id;
-  return GPAR_OK;
+  if (st != GPAR_OK) gpar__buffer_free_mem(eng, d, mem);
+  return st;
 }
 
-GPAR_API int gpar_buffer_release(gpar_buffer handle) {
+GPAR_API int gpar_buffer_create(gpar_engine *e, int dev, size_t bytes, gpar_buffer *buf) {
+  int st;
+  if (buf) *buf = (gpar_buffer){0, 0};
+  gpar_engine *eng = gpar__engine_enter(e, &st);
+  if (!eng) return st;
+  if (!buf)
+    st = gpar__errorf(GPAR_EINVAL, "gpar_buffer_create: buf is NULL");
+  else
+    st = gpar__buffer_create(eng, dev, bytes, buf);
+  gpar__engine_leave(eng);
+  return st;
+}
+
+int gpar__buffer_release(gpar_buffer handle) {
   gpar__buf *b;
   gpar_engine *eng;
-  int st = gpar__buf_lookup(handle.id, &b, &eng);
+  int st = gpar__buf_lookup(handle, &b, &eng);
   if (st) return st;
   b->released = 1;
   if (b->pending == 0) gpar__buf_free_locked(eng, b);
@@ -1212,32 +1409,56 @@ GPAR_API int gpar_buffer_release(gpar_buffer handle) {
   return GPAR_OK;
 }
 
-GPAR_API void *gpar_buffer_host_ptr(gpar_buffer handle) {
+GPAR_API int gpar_buffer_release(gpar_buffer handle) {
+  int st;
+  gpar_engine *eng = gpar__engine_enter_buf(handle, &st);
+  if (!eng) return st;
+  st = gpar__buffer_release(handle);
+  gpar__engine_leave(eng);
+  return st;
+}
+
+/* What the small queries read of a buffer (engine lock taken and released here). */
+static int buf_peek(gpar_buffer handle, int *host, void **mem, size_t *bytes, int *dev) {
+  int st;
+  gpar_engine *eng = gpar__engine_enter_buf(handle, &st);
+  if (!eng) return st;
   gpar__buf *b;
-  gpar_engine *eng;
-  if (gpar__buf_lookup(handle.id, &b, &eng)) return NULL;
-  void *p = b->host_memory ? b->mem : NULL;
-  pthread_mutex_unlock(&eng->mu);
-  if (!p) gpar__errorf(GPAR_EINVAL, "gpar_buffer_host_ptr: buffer is not in host memory");
-  return p;
+  gpar_engine *e2;
+  if ((st = gpar__buf_lookup(handle, &b, &e2)) == GPAR_OK) {
+    *host = b->host_memory;
+    *mem = b->mem;
+    *bytes = b->bytes;
+    *dev = b->dev ? b->dev->index : GPAR_HOST;
+    pthread_mutex_unlock(&e2->mu);
+  }
+  gpar__engine_leave(eng);
+  return st;
+}
+
+GPAR_API void *gpar_buffer_host_ptr(gpar_buffer handle) {
+  int host, dev;
+  void *mem;
+  size_t bytes;
+  if (buf_peek(handle, &host, &mem, &bytes, &dev)) return NULL;
+  if (!host) gpar__errorf(GPAR_EINVAL, "gpar_buffer_host_ptr: buffer is not in host memory");
+  return host ? mem : NULL;
 }
 
 GPAR_API void *gpar_buffer_native(gpar_buffer handle) {
-  gpar__buf *b;
-  gpar_engine *eng;
-  if (gpar__buf_lookup(handle.id, &b, &eng)) return NULL;
-  void *p = b->mem;
-  pthread_mutex_unlock(&eng->mu);
-  return p;
+  int host, dev;
+  void *mem;
+  size_t bytes;
+  return buf_peek(handle, &host, &mem, &bytes, &dev) ? NULL : mem;
 }
 
 GPAR_API int gpar_buffer_query(gpar_buffer handle, size_t *bytes, int *dev) {
-  gpar__buf *b;
-  gpar_engine *eng;
-  int st = gpar__buf_lookup(handle.id, &b, &eng);
+  int host, d;
+  void *mem;
+  size_t n;
+  int st = buf_peek(handle, &host, &mem, &n, &d);
   if (st) return st;
-  if (bytes) *bytes = b->bytes;
-  if (dev) *dev = b->dev ? b->dev->index : GPAR_HOST;
-  pthread_mutex_unlock(&eng->mu);
+  if (bytes) *bytes = n;
+  if (dev) *dev = d;
   return GPAR_OK;
 }

@@ -48,7 +48,8 @@ struct gpar__graph_part {
 
 struct gpar_graph {
   gpar_graph *next;      /* registry */
-  gpar_engine *eng;
+  gpar_engine *token;    /* the user's engine handle (gpar__engine_enter) */
+  gpar_engine *eng;      /* the engine it names */
   int recording;
   int status;            /* first failure while recording (out of host memory) */
   int nnodes, capnodes;
@@ -72,14 +73,15 @@ static void registry_add(gpar_graph *g) {
   pthread_mutex_unlock(&graph_mu);
 }
 
-/* Remove g (take = 1) or only check it, when it is a live, ended graph. 0 when it is not. */
-static int registry_find(gpar_graph *g, int take, gpar_engine **eng) {
+/* Remove g (take = 1) or only check it, when it is a live, ended graph; *token: its engine's
+ * handle. 0 when it is not. */
+static int registry_find(gpar_graph *g, int take, gpar_engine **token) {
   int found = 0;
   pthread_mutex_lock(&graph_mu);
   for (gpar_graph **p = &graph_list; *p; p = &(*p)->next)
     if (*p == g && !g->recording) {
       found = 1;
-      *eng = g->eng;
+      *token = g->token;
       if (take) *p = g->next;
       break;
     }
@@ -171,26 +173,37 @@ int gpar__graph_record_locked(gpar_engine *eng, gpar__op *op) {
   return GPAR_OK;
 }
 
-GPAR_API int gpar_graph_begin(gpar_engine *eng) {
+/* The calling thread's recording when its engine lifetime is over (shut down): forget it. */
+static void forget_stale_recording(void) {
+  gpar_engine *other = gpar__rec.eng;
+  if (gpar__rec.g && (atomic_load(&other->state) != GPAR__ENG_OPEN || atomic_load(&other->serial) != gpar__rec.serial))
+    memset(&gpar__rec, 0, sizeof gpar__rec);
+}
+
+GPAR_API int gpar_graph_begin(gpar_engine *e) {
   int st;
-  if (!(eng = gpar__engine_check(eng, &st))) return st;
-  if (gpar__in_op) return gpar__errorf(GPAR_EDEADLK, "gpar_graph_begin called from inside an operation");
-  if (gpar__rec.g) {
-    gpar_engine *other = gpar__rec.eng;
-    if (atomic_load(&other->alive) && other->gen == gpar__rec.gen)
-      return gpar__errorf(GPAR_ERECORDING, "gpar_graph_begin: this thread already records a graph%s",
-                          other == eng ? "" : " (on another engine)");
-    memset(&gpar__rec, 0, sizeof gpar__rec); /* its engine was shut down */
+  gpar_engine *eng = gpar__engine_enter(e, &st);
+  if (!eng) return st;
+  forget_stale_recording();
+  st = GPAR_OK;
+  if (gpar__in_op)
+    st = gpar__errorf(GPAR_EDEADLK, "gpar_graph_begin called from inside an operation");
+  else if (gpar__rec.g)
+    st = gpar__errorf(GPAR_ERECORDING, "gpar_graph_begin: this thread already records a graph%s",
+                      gpar__rec.eng == eng ? "" : " (on another engine)");
+  gpar_graph *g = st == GPAR_OK ? calloc(1, sizeof *g) : NULL;
+  if (st == GPAR_OK && !g) st = gpar__errorf(GPAR_ENOMEM, "gpar_graph_begin: out of host memory");
+  if (g) {
+    g->token = e;
+    g->eng = eng;
+    g->recording = 1;
+    registry_add(g);
+    gpar__rec.eng = eng;
+    gpar__rec.serial = atomic_load(&eng->serial);
+    gpar__rec.g = g;
   }
-  gpar_graph *g = calloc(1, sizeof *g);
-  if (!g) return gpar__errorf(GPAR_ENOMEM, "gpar_graph_begin: out of host memory");
-  g->eng = eng;
-  g->recording = 1;
-  registry_add(g);
-  gpar__rec.eng = eng;
-  gpar__rec.gen = eng->gen;
-  gpar__rec.g = g;
-  return GPAR_OK;
+  gpar__engine_leave(eng);
+  return st;
 }
 
 /* ---------------------------------------------------------------- instantiation */
@@ -413,47 +426,62 @@ static void graph_free(gpar_graph *g) {
   free(g);
 }
 
-GPAR_API int gpar_graph_end(gpar_engine *eng, gpar_graph **graph) {
+GPAR_API int gpar_graph_end(gpar_engine *e, gpar_graph **graph) {
   int st;
-  if (!(eng = gpar__engine_check(eng, &st))) {
-    if (gpar__rec.eng == eng) memset(&gpar__rec, 0, sizeof gpar__rec);
+  gpar_engine *eng = gpar__engine_enter(e, &st);
+  if (!eng) {
+    forget_stale_recording();
     return st;
   }
-  if (!graph) return gpar__errorf(GPAR_EINVAL, "gpar_graph_end: graph is NULL");
-  *graph = NULL;
-  if (!gpar__graph_recording(eng))
-    return gpar__errorf(GPAR_EINVAL, "gpar_graph_end: this thread records no graph on this engine");
-  gpar_graph *g = gpar__rec.g;
-  memset(&gpar__rec, 0, sizeof gpar__rec);
-  st = g->status;
-  if (st != GPAR_OK)
-    gpar__errorf(st, "gpar_graph_end: an operation could not be recorded (out of host memory)");
-  else
-    st = graph_build(g);
-  if (st != GPAR_OK) {
-    registry_remove(g);
-    graph_free(g);
-    return st;
+  if (graph) *graph = NULL;
+  if (!graph) {
+    st = gpar__errorf(GPAR_EINVAL, "gpar_graph_end: graph is NULL");
+  } else if (!gpar__graph_recording(eng)) {
+    st = gpar__errorf(GPAR_EINVAL, "gpar_graph_end: this thread records no graph on this engine");
+  } else {
+    gpar_graph *g = gpar__rec.g;
+    memset(&gpar__rec, 0, sizeof gpar__rec);
+    st = g->status;
+    if (st != GPAR_OK)
+      gpar__errorf(st, "gpar_graph_end: an operation could not be recorded (out of host memory)");
+    else
+      st = graph_build(g);
+    if (st != GPAR_OK) {
+      registry_remove(g);
+      graph_free(g);
+    } else {
+      pthread_mutex_lock(&graph_mu);
+      g->recording = 0;
+      pthread_mutex_unlock(&graph_mu);
+      *graph = g;
+    }
   }
-  pthread_mutex_lock(&graph_mu);
-  g->recording = 0;
-  pthread_mutex_unlock(&graph_mu);
-  *graph = g;
-  return GPAR_OK;
+  gpar__engine_leave(eng);
+  return st;
 }
 
 /* ---------------------------------------------------------------- launch */
 
+static int launch_parts(gpar_engine *eng, gpar_graph *g);
+
 GPAR_API int gpar_graph_launch(gpar_graph *g) {
-  gpar_engine *eng;
+  gpar_engine *token, *eng;
   int st;
   if (!g) return gpar__errorf(GPAR_EINVAL, "gpar_graph_launch: graph is NULL");
-  if (!registry_find(g, 0, &eng))
+  if (!registry_find(g, 0, &token))
     return gpar__errorf(GPAR_EINVAL, "gpar_graph_launch: not a live graph (destroyed, or its engine shut down)");
-  if (!(eng = gpar__engine_check(eng, &st))) return st;
+  if (!(eng = gpar__engine_enter(token, &st))) return st;
   if (gpar__graph_recording(eng))
-    return gpar__errorf(GPAR_ERECORDING, "gpar_graph_launch: this thread is recording a graph on this engine");
-  st = GPAR_OK;
+    st = gpar__errorf(GPAR_ERECORDING, "gpar_graph_launch: this thread is recording a graph on this engine");
+  else
+    st = launch_parts(eng, g);
+  gpar__engine_leave(eng);
+  return st;
+}
+
+/* Submit one engine op per part, all in one engine lock (nothing when one cannot be built). */
+static int launch_parts(gpar_engine *eng, gpar_graph *g) {
+  int st = GPAR_OK;
   enum { MAX_STACK = 8 };
   gpar__op *stack_ops[MAX_STACK], **ops = g->nparts <= MAX_STACK ? stack_ops : malloc(sizeof *ops * (size_t)g->nparts);
   if (!ops) return gpar__errorf(GPAR_ENOMEM, "gpar_graph_launch: out of host memory");
@@ -489,10 +517,16 @@ GPAR_API int gpar_graph_launch(gpar_graph *g) {
     if (ops != stack_ops) free(ops);
     return gpar__errorf(GPAR_ENOMEM, "gpar_graph_launch: out of host memory");
   }
-  for (int i = 0; i < n; i++) gpar__op_submit(eng, ops[i], wait);
+  for (int i = 0; i < n; i++) { /* refused (engine closed meanwhile): discarded, not waited on */
+    int s = gpar__op_submit(eng, ops[i], wait);
+    if (s != GPAR_OK) {
+      ops[i] = NULL;
+      if (st == GPAR_OK) st = s;
+    }
+  }
   pthread_mutex_unlock(&eng->mu);
   for (int i = 0; wait && i < n; i++) {
-    int s = gpar__wait_op(eng, ops[i]);
+    int s = ops[i] ? gpar__wait_op(eng, ops[i]) : GPAR_OK;
     if (st == GPAR_OK) st = s;
   }
   if (ops != stack_ops) free(ops);
@@ -662,11 +696,18 @@ GPAR_API int gpar_graph_destroy(gpar_graph *g) {
   int st;
   if (!g) return gpar__errorf(GPAR_EINVAL, "gpar_graph_destroy: graph is NULL");
   if (gpar__in_op) return gpar__errorf(GPAR_EDEADLK, "gpar_graph_destroy called from inside an operation");
-  if (!registry_find(g, 0, &eng) || !gpar__engine_check(eng, &st) || !registry_find(g, 1, &eng))
+  gpar_engine *token;
+  if (!registry_find(g, 0, &token) || !(eng = gpar__engine_enter(token, &st)))
     return gpar__errorf(GPAR_EINVAL, "gpar_graph_destroy: not a live graph (destroyed already, or its engine shut down)");
-  wait_launches(eng, g);
-  graph_free(g);
-  return GPAR_OK;
+  if (registry_find(g, 1, &token)) { /* taken: a racing destroy finds it no more */
+    wait_launches(eng, g);
+    graph_free(g);
+    st = GPAR_OK;
+  } else {
+    st = gpar__errorf(GPAR_EINVAL, "gpar_graph_destroy: not a live graph (destroyed already)");
+  }
+  gpar__engine_leave(eng);
+  return st;
 }
 
 void gpar__graph_shutdown(gpar_engine *eng) {

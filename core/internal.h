@@ -138,7 +138,8 @@ struct gpar__device {
 };
 
 struct gpar__buf {
-  uint64_t id;
+  uint64_t serial;             /* never reused in the process (handle check) */
+  uint32_t slot;               /* index in the engine's slot table */
   gpar_engine *eng;
   gpar__device *dev;           /* NULL: pinned host memory (GPAR_HOST) */
   int host_memory;             /* 1 when host code can touch mem */
@@ -173,12 +174,26 @@ enum {
   GPAR__FAULT_USER, GPAR__FAULT_EVENT, GPAR__FAULT_COMPLETION, GPAR__FAULT_KINDS
 };
 
+/* Engine lifecycle (gpar_engine.state). */
+enum {
+  GPAR__ENG_FREE,    /* slot unused */
+  GPAR__ENG_INIT,    /* gpar_init is building it */
+  GPAR__ENG_OPEN,    /* accepting calls */
+  GPAR__ENG_CLOSING, /* gpar_shutdown drains: only calls from inside ops or nested calls enter */
+  GPAR__ENG_CLOSED   /* drained: every call is refused; threads are joined, memory freed */
+};
+
 struct gpar_engine {
-  int slot;
-  uint32_t gen;
-  atomic_int alive;
+  /* Kept across the slot's lifetimes (never zeroed, the mutex never destroyed), because callers
+   * holding a stale handle may still touch them. */
+  atomic_int state;             /* GPAR__ENG_* */
+  _Atomic uint64_t serial;      /* never reused: the user's token carries it */
+  _Atomic uint64_t first_buf_serial; /* buffer serials of this lifetime start here */
+  atomic_long callers;          /* public calls inside (gpar__engine_enter/leave) */
   pthread_mutex_t mu;           /* dependency bookkeeping */
   pthread_cond_t retire_cv;
+  /* Per lifetime: zeroed by gpar_init from here on. */
+  int slot;
   int nwaiters;
   gpar_config cfg;
   int ndev;
@@ -188,7 +203,6 @@ struct gpar_engine {
   int nbackends;
   /* buffers */
   gpar__buf **slots;
-  uint32_t *slot_gen;
   uint32_t nslots, capslots;
   uint32_t *free_slots;
   uint32_t nfree;
@@ -211,9 +225,24 @@ struct gpar_engine {
 };
 
 /* engine.c */
+/* Public entry points bracket their work with enter/leave: enter resolves the user's engine
+ * token (or an internal engine pointer), refuses a shut-down or stale one, and counts the call
+ * so gpar_shutdown frees nothing while a call is inside. While the engine drains, only calls
+ * from inside ops (gpar__in_op) or nested in an accepted call enter. */
+GPAR__HIDDEN gpar_engine *gpar__engine_enter(gpar_engine *eng, int *status);
+/* The engine a buffer handle names, entered as above (GPAR_EBADBUF when none). */
+GPAR__HIDDEN gpar_engine *gpar__engine_enter_buf(gpar_buffer h, int *status);
+GPAR__HIDDEN void gpar__engine_leave(gpar_engine *eng);
+/* Validate without counting the call (short reads of immutable fields only). */
 GPAR__HIDDEN gpar_engine *gpar__engine_check(gpar_engine *eng, int *status);
-GPAR__HIDDEN int gpar__buf_lookup(uint64_t id, gpar__buf **out, gpar_engine **eng_out);
-GPAR__HIDDEN int gpar__buf_get_locked(gpar_engine *eng, uint64_t id, gpar__buf **b);
+GPAR__HIDDEN int gpar__buf_lookup(gpar_buffer h, gpar__buf **out, gpar_engine **eng_out);
+GPAR__HIDDEN int gpar__buf_get_locked(gpar_engine *eng, gpar_buffer h, gpar__buf **b);
+GPAR__HIDDEN gpar_buffer gpar__buf_handle(const gpar__buf *b);
+GPAR__HIDDEN int gpar__buffer_create(gpar_engine *eng, int dev, size_t bytes, gpar_buffer *buf);
+GPAR__HIDDEN int gpar__buffer_release(gpar_buffer h);
+/* Test hook (exported, not in gpar.h): set the next engine and buffer serials, to test the
+ * handle checks at the counters' end without running 2^57 lifetimes. */
+GPAR_API void gpar__test_set_serials(uint64_t next_engine, uint64_t next_buffer);
 GPAR__HIDDEN void gpar__buf_free_locked(gpar_engine *eng, gpar__buf *b);
 GPAR__HIDDEN gpar__op *gpar__op_new(gpar_engine *eng);
 GPAR__HIDDEN int gpar__op_add_access(gpar__op *op, gpar__buf *buf, int mode);
@@ -227,17 +256,18 @@ GPAR__HIDDEN int gpar__buffer_register_locked(gpar_engine *eng, gpar__device *de
 GPAR__HIDDEN int gpar__fault(gpar_engine *eng, int kind);
 GPAR__HIDDEN double gpar__now(void);
 GPAR__HIDDEN extern _Thread_local int gpar__in_op;
+GPAR__HIDDEN extern _Thread_local int gpar__depth; /* entered public calls on this thread */
 
 /* graph.c: the calling thread's recording (record hook in gpar__op_submit). */
 typedef struct gpar__rec_state {
   gpar_engine *eng;
-  uint32_t gen;
+  uint64_t serial; /* the engine's lifetime when recording began */
   struct gpar_graph *g;
 } gpar__rec_state;
 GPAR__HIDDEN extern _Thread_local gpar__rec_state gpar__rec;
 /* 1 when the calling thread records a graph on eng: its submits are recorded, waits refused. */
-static inline int gpar__graph_recording(const gpar_engine *eng) {
-  return gpar__rec.g && gpar__rec.eng == eng && gpar__rec.gen == eng->gen;
+static inline int gpar__graph_recording(gpar_engine *eng) {
+  return gpar__rec.g && gpar__rec.eng == eng && gpar__rec.serial == atomic_load(&eng->serial);
 }
 GPAR__HIDDEN int gpar__graph_record_locked(gpar_engine *eng, gpar__op *op);
 GPAR__HIDDEN int gpar__graph_exec(gpar__device *dev, gpar__op *op);

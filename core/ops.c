@@ -14,10 +14,10 @@
 /* Resolve the n handles of one op; all must belong to one engine. On success the engine lock
  * is held and *eng_out is set. */
 static int resolve(const gpar_buffer *h, gpar__buf **b, int n, gpar_engine **eng_out) {
-  int st = gpar__buf_lookup(h[0].id, &b[0], eng_out);
+  int st = gpar__buf_lookup(h[0], &b[0], eng_out);
   if (st) return st;
   for (int i = 1; i < n; i++)
-    if ((st = gpar__buf_get_locked(*eng_out, h[i].id, &b[i]))) {
+    if ((st = gpar__buf_get_locked(*eng_out, h[i], &b[i]))) {
       pthread_mutex_unlock(&(*eng_out)->mu);
       return st;
     }
@@ -36,9 +36,9 @@ static int check_range(const gpar__buf *b, size_t off, size_t bytes, const char 
  * returns only after the op has retired, with its status. */
 static int submit_unlock(gpar_engine *eng, gpar__op *op, int wait) {
   wait = (wait || eng->cfg.synchronous) && !gpar__in_op && !gpar__graph_recording(eng);
-  gpar__op_submit(eng, op, wait);
+  int st = gpar__op_submit(eng, op, wait);
   pthread_mutex_unlock(&eng->mu);
-  return wait ? gpar__wait_op(eng, op) : GPAR_OK;
+  return wait && st == GPAR_OK ? gpar__wait_op(eng, op) : st;
 }
 
 static gpar__op *new_op(gpar_engine *eng, int kind, gpar__device *dev, int lane, const char *name) {
@@ -104,6 +104,8 @@ static int plan_copy(gpar_engine *eng, gpar__buf *d, gpar__buf *s, gpar__op *op)
 /* A copy between two devices with no direct path (different backends, or no peer access):
  * chunk by chunk through a ring of pinned host buffers; a chunk's device-to-host leg overlaps
  * the previous chunk's host-to-device leg, and reusing a slot waits for its last reader. */
+static int do_copy(gpar_buffer dst, size_t dst_off, gpar_buffer src, size_t src_off, size_t bytes);
+
 static int staged_copy(gpar_engine *eng, gpar_buffer dst, size_t dst_off, gpar_buffer src, size_t src_off,
                        size_t bytes) {
   size_t chunk = bytes < GPAR__CHUNK ? bytes : GPAR__CHUNK;
@@ -112,18 +114,18 @@ static int staged_copy(gpar_engine *eng, gpar_buffer dst, size_t dst_off, gpar_b
   gpar_buffer slot[GPAR__STAGE_SLOTS];
   int st = GPAR_OK;
   for (int i = 0; i < nslots && st == GPAR_OK; i++)
-    if ((st = gpar_buffer_create(eng, GPAR_HOST, chunk, &slot[i]))) nslots = i;
+    if ((st = gpar__buffer_create(eng, GPAR_HOST, chunk, &slot[i]))) nslots = i;
   if (nslots > 0) st = GPAR_OK; /* fewer slots only means less overlap between the legs */
   for (size_t i = 0; i < nchunks && st == GPAR_OK; i++) {
     size_t off = i * chunk, len = bytes - off < chunk ? bytes - off : chunk;
-    st = gpar_copy(slot[i % (size_t)nslots], 0, src, src_off + off, len);
-    if (st == GPAR_OK) st = gpar_copy(dst, dst_off + off, slot[i % (size_t)nslots], 0, len);
+    st = do_copy(slot[i % (size_t)nslots], 0, src, src_off + off, len);
+    if (st == GPAR_OK) st = do_copy(dst, dst_off + off, slot[i % (size_t)nslots], 0, len);
   }
-  for (int i = 0; i < nslots; i++) gpar_buffer_release(slot[i]);
+  for (int i = 0; i < nslots; i++) gpar__buffer_release(slot[i]);
   return st;
 }
 
-GPAR_API int gpar_copy(gpar_buffer dst, size_t dst_off, gpar_buffer src, size_t src_off, size_t bytes) {
+static int do_copy(gpar_buffer dst, size_t dst_off, gpar_buffer src, size_t src_off, size_t bytes) {
   gpar_buffer h[2] = {dst, src};
   gpar__buf *b[2];
   gpar_engine *eng;
@@ -155,10 +157,10 @@ GPAR_API int gpar_copy(gpar_buffer dst, size_t dst_off, gpar_buffer src, size_t 
   return submit_unlock(eng, op, 0);
 }
 
-GPAR_API int gpar_write(gpar_buffer dst, size_t off, const void *user_ptr, size_t bytes) {
+static int do_write(gpar_buffer dst, size_t off, const void *user_ptr, size_t bytes) {
   gpar__buf *b;
   gpar_engine *eng;
-  int st = gpar__buf_lookup(dst.id, &b, &eng);
+  int st = gpar__buf_lookup(dst, &b, &eng);
   if (st) return st;
   st = check_range(b, off, bytes, "gpar_write");
   if (st == GPAR_OK && !user_ptr) st = gpar__errorf(GPAR_EINVAL, "gpar_write: user pointer is NULL");
@@ -175,7 +177,7 @@ GPAR_API int gpar_write(gpar_buffer dst, size_t off, const void *user_ptr, size_
     void *staging;
     if ((st = gpar__pinned_alloc(eng, len, &staging))) return st;
     memcpy(staging, (const char *)user_ptr + done, len);
-    if ((st = gpar__buf_lookup(dst.id, &b, &eng))) { /* released meanwhile by another thread */
+    if ((st = gpar__buf_lookup(dst, &b, &eng))) { /* released meanwhile by another thread */
       gpar__pinned_free(&eng->pinned, staging);
       return st;
     }
@@ -187,32 +189,33 @@ GPAR_API int gpar_write(gpar_buffer dst, size_t off, const void *user_ptr, size_
       return GPAR_ENOMEM;
     }
     op->u.copy = (gpar__copy_args){host ? GPAR__COPY_H2H : GPAR__COPY_H2D, b->mem, off + done, staging, 0, len, NULL};
-    op->staging = staging;
     if ((st = add_access(eng, op, b, GPAR__WRITE))) {
       gpar__pinned_free(&eng->pinned, staging);
       return st;
     }
+    op->staging = staging; /* freed when the op retires, or by a refused submit */
     if ((st = submit_unlock(eng, op, 0))) return st;
   }
   return GPAR_OK;
 }
 
 /* One chunk of a read: src+off -> dst (a host pointer), on the host or the source's D2H lane.
- * Engine lock held. Returns the op with a reference for gpar__wait_op. */
-static gpar__op *submit_read_chunk(gpar_engine *eng, gpar__buf *b, size_t off, void *dst, size_t len) {
+ * Engine lock held. *out: the op with a reference for gpar__wait_op. */
+static int submit_read_chunk(gpar_engine *eng, gpar__buf *b, size_t off, void *dst, size_t len, gpar__op **out) {
   int host = b->host_memory;
   gpar__op *op = new_op(eng, GPAR__OP_COPY, host ? eng->host_dev : b->dev,
                         host ? GPAR__LANE_COMPUTE : GPAR__LANE_D2H, host ? "read_h2h" : "read_d2h");
-  if (!op) return NULL;
+  *out = NULL;
+  if (!op) return GPAR_ENOMEM;
   op->u.copy = (gpar__copy_args){host ? GPAR__COPY_H2H : GPAR__COPY_D2H, dst, 0, b->mem, off, len, NULL};
   op->reported = 1;
   if (gpar__op_add_access(op, b, GPAR__READ)) {
     gpar__op_discard(eng, op);
-    gpar__errorf(GPAR_ENOMEM, "out of host memory for an operation");
-    return NULL;
+    return gpar__errorf(GPAR_ENOMEM, "out of host memory for an operation");
   }
-  gpar__op_submit(eng, op, 1);
-  return op;
+  int st = gpar__op_submit(eng, op, 1);
+  if (st == GPAR_OK) *out = op;
+  return st;
 }
 
 /* Copy a staged chunk into (pageable) user memory: one thread's memcpy reaches ~6 GB/s into
@@ -236,7 +239,7 @@ static void copy_out(gpar_engine *eng, char *dst, const char *src, size_t len) {
     if (!(ops[p] = new_op(eng, GPAR__OP_COPY, eng->host_dev, GPAR__LANE_COMPUTE, "read_copy_out"))) break;
     ops[p]->u.copy = (gpar__copy_args){GPAR__COPY_H2H, dst, o, (void *)src, o, n, NULL};
     ops[p]->reported = 1;
-    gpar__op_submit(eng, ops[p], 1);
+    if (gpar__op_submit(eng, ops[p], 1)) ops[p] = NULL; /* refused: the caller copies it */
   }
   pthread_mutex_unlock(&eng->mu);
   memcpy(dst, src, part);
@@ -249,10 +252,10 @@ static void copy_out(gpar_engine *eng, char *dst, const char *src, size_t len) {
   }
 }
 
-GPAR_API int gpar_read(gpar_buffer src, size_t off, void *user_ptr, size_t bytes) {
+static int do_read(gpar_buffer src, size_t off, void *user_ptr, size_t bytes) {
   gpar__buf *b;
   gpar_engine *eng;
-  int st = gpar__buf_lookup(src.id, &b, &eng);
+  int st = gpar__buf_lookup(src, &b, &eng);
   if (st) return st;
   st = check_range(b, off, bytes, "gpar_read");
   if (st == GPAR_OK && !user_ptr) st = gpar__errorf(GPAR_EINVAL, "gpar_read: user pointer is NULL");
@@ -264,9 +267,10 @@ GPAR_API int gpar_read(gpar_buffer src, size_t off, void *user_ptr, size_t bytes
     return st;
   }
   if (b->host_memory) { /* the CPU copies straight into user memory */
-    gpar__op *op = submit_read_chunk(eng, b, off, user_ptr, bytes);
+    gpar__op *op;
+    st = submit_read_chunk(eng, b, off, user_ptr, bytes, &op);
     pthread_mutex_unlock(&eng->mu);
-    return op ? gpar__wait_op(eng, op) : GPAR_ENOMEM;
+    return st == GPAR_OK ? gpar__wait_op(eng, op) : st;
   }
   /* A device buffer: device-to-host into pinned chunks, each copied out while the next chunk
    * is in flight. The buffer is pinned by pending++ so a concurrent release cannot free it. */
@@ -287,11 +291,8 @@ GPAR_API int gpar_read(gpar_buffer src, size_t off, void *user_ptr, size_t bytes
     pthread_mutex_lock(&eng->mu);
     for (; submitted < nchunks && submitted < i + (size_t)nslots; submitted++) {
       size_t o = submitted * chunk, len = bytes - o < chunk ? bytes - o : chunk;
-      gpar__op *op = submit_read_chunk(eng, b, off + o, slot[submitted % (size_t)nslots], len);
-      if (!op) {
-        st = GPAR_ENOMEM;
-        break;
-      }
+      gpar__op *op;
+      if ((st = submit_read_chunk(eng, b, off + o, slot[submitted % (size_t)nslots], len, &op))) break;
       pending[submitted % (size_t)nslots] = op;
     }
     pthread_mutex_unlock(&eng->mu);
@@ -311,10 +312,10 @@ GPAR_API int gpar_read(gpar_buffer src, size_t off, void *user_ptr, size_t bytes
   return st;
 }
 
-GPAR_API int gpar_fill(gpar_buffer dst, size_t off, size_t bytes, unsigned char value) {
+static int do_fill(gpar_buffer dst, size_t off, size_t bytes, unsigned char value) {
   gpar__buf *b;
   gpar_engine *eng;
-  int st = gpar__buf_lookup(dst.id, &b, &eng);
+  int st = gpar__buf_lookup(dst, &b, &eng);
   if (st) return st;
   if ((st = check_range(b, off, bytes, "gpar_fill"))) {
     pthread_mutex_unlock(&eng->mu);
@@ -368,8 +369,11 @@ static int gemm_submit(int elem, gpar_trans ta, gpar_trans tb, int m, int n, int
   const char *nm[3] = {"C", "A", "B"};
   int empty = m == 0 || n == 0;
   for (int i = 0; i < 3 && st == GPAR_OK; i++) {
-    if (rows[i] == 0 || cols[i] == 0) {
-      end[i] = off[i];
+    if (rows[i] == 0 || cols[i] == 0) { /* no element read (k == 0, m == 0, n == 0): BLAS view, */
+      end[i] = off[i];                    /* the offset is still an argument and must lie in the buffer */
+      if (off[i] > b[i]->bytes / (size_t)elem)
+        st = gpar__errorf(GPAR_ERANGE, "%s: matrix %s (%dx%d) offset %zu is past its buffer of %zu elements", fn, nm[i],
+                          rows[i], cols[i], off[i], b[i]->bytes / (size_t)elem);
       continue;
     }
     if (!matrix_extent(off[i], rows[i], cols[i], ld[i], &end[i]) || end[i] > b[i]->bytes / (size_t)elem)
@@ -400,24 +404,35 @@ static int gemm_submit(int elem, gpar_trans ta, gpar_trans tb, int m, int n, int
   return submit_unlock(eng, op, 0);
 }
 
+/* Enter C's engine around gemm_submit. */
+static int gemm_call(int elem, gpar_trans ta, gpar_trans tb, int m, int n, int k, double alpha, gpar_buffer a,
+                     size_t a_off, int lda, gpar_buffer b, size_t b_off, int ldb, double beta, gpar_buffer c,
+                     size_t c_off, int ldc) {
+  int st;
+  gpar_engine *eng = gpar__engine_enter_buf(c, &st);
+  if (!eng) return st;
+  st = gemm_submit(elem, ta, tb, m, n, k, alpha, a, a_off, lda, b, b_off, ldb, beta, c, c_off, ldc);
+  gpar__engine_leave(eng);
+  return st;
+}
+
 GPAR_API int gpar_sgemm(gpar_trans trans_a, gpar_trans trans_b, int m, int n, int k, float alpha, gpar_buffer a,
                         size_t a_off, int lda, gpar_buffer b, size_t b_off, int ldb, float beta, gpar_buffer c,
                         size_t c_off, int ldc) {
-  return gemm_submit(4, trans_a, trans_b, m, n, k, alpha, a, a_off, lda, b, b_off, ldb, beta, c, c_off, ldc);
+  return gemm_call(4, trans_a, trans_b, m, n, k, alpha, a, a_off, lda, b, b_off, ldb, beta, c, c_off, ldc);
 }
 
 GPAR_API int gpar_dgemm(gpar_trans trans_a, gpar_trans trans_b, int m, int n, int k, double alpha, gpar_buffer a,
                         size_t a_off, int lda, gpar_buffer b, size_t b_off, int ldb, double beta, gpar_buffer c,
                         size_t c_off, int ldc) {
-  return gemm_submit(8, trans_a, trans_b, m, n, k, alpha, a, a_off, lda, b, b_off, ldb, beta, c, c_off, ldc);
+  return gemm_call(8, trans_a, trans_b, m, n, k, alpha, a, a_off, lda, b, b_off, ldb, beta, c, c_off, ldc);
 }
 
 /* ---------------------------------------------------------------- user functions */
 
-GPAR_API int gpar_submit(gpar_engine *eng, int dev, gpar_user_fn fn, void *arg, const gpar_buffer *reads,
-                         int nreads, const gpar_buffer *writes, int nwrites) {
+static int do_submit(gpar_engine *eng, int dev, gpar_user_fn fn, void *arg, const gpar_buffer *reads, int nreads,
+                  const gpar_buffer *writes, int nwrites) {
   int st;
-  if (!(eng = gpar__engine_check(eng, &st))) return st;
   if (!fn) return gpar__errorf(GPAR_EINVAL, "gpar_submit: fn is NULL");
   if (nreads < 0 || nwrites < 0 || (nreads && !reads) || (nwrites && !writes))
     return gpar__errorf(GPAR_EINVAL, "gpar_submit: bad read/write set (%d reads at %p, %d writes at %p)", nreads,
@@ -436,7 +451,7 @@ GPAR_API int gpar_submit(gpar_engine *eng, int dev, gpar_user_fn fn, void *arg, 
   for (int i = 0; i < nreads + nwrites; i++) {
     gpar__buf *b;
     int w = i >= nreads;
-    if ((st = gpar__buf_get_locked(eng, (w ? writes[i - nreads] : reads[i]).id, &b))) {
+    if ((st = gpar__buf_get_locked(eng, w ? writes[i - nreads] : reads[i], &b))) {
       gpar__op_discard(eng, op);
       pthread_mutex_unlock(&eng->mu);
       return st;
@@ -444,4 +459,54 @@ GPAR_API int gpar_submit(gpar_engine *eng, int dev, gpar_user_fn fn, void *arg, 
     if ((st = add_access(eng, op, b, w ? GPAR__WRITE : GPAR__READ))) return st;
   }
   return submit_unlock(eng, op, 0);
+}
+
+/* ---------------------------------------------------------------- entry points */
+/* Each public call enters the engine its first handle names (gpar__engine_enter_buf), so a
+ * concurrent gpar_shutdown frees nothing while the call is inside. */
+
+GPAR_API int gpar_copy(gpar_buffer dst, size_t dst_off, gpar_buffer src, size_t src_off, size_t bytes) {
+  int st;
+  gpar_engine *eng = gpar__engine_enter_buf(dst, &st);
+  if (!eng) return st;
+  st = do_copy(dst, dst_off, src, src_off, bytes);
+  gpar__engine_leave(eng);
+  return st;
+}
+
+GPAR_API int gpar_write(gpar_buffer dst, size_t off, const void *user_ptr, size_t bytes) {
+  int st;
+  gpar_engine *eng = gpar__engine_enter_buf(dst, &st);
+  if (!eng) return st;
+  st = do_write(dst, off, user_ptr, bytes);
+  gpar__engine_leave(eng);
+  return st;
+}
+
+GPAR_API int gpar_read(gpar_buffer src, size_t off, void *user_ptr, size_t bytes) {
+  int st;
+  gpar_engine *eng = gpar__engine_enter_buf(src, &st);
+  if (!eng) return st;
+  st = do_read(src, off, user_ptr, bytes);
+  gpar__engine_leave(eng);
+  return st;
+}
+
+GPAR_API int gpar_fill(gpar_buffer dst, size_t off, size_t bytes, unsigned char value) {
+  int st;
+  gpar_engine *eng = gpar__engine_enter_buf(dst, &st);
+  if (!eng) return st;
+  st = do_fill(dst, off, bytes, value);
+  gpar__engine_leave(eng);
+  return st;
+}
+
+GPAR_API int gpar_submit(gpar_engine *e, int dev, gpar_user_fn fn, void *arg, const gpar_buffer *reads, int nreads,
+                         const gpar_buffer *writes, int nwrites) {
+  int st;
+  gpar_engine *eng = gpar__engine_enter(e, &st);
+  if (!eng) return st;
+  st = do_submit(eng, dev, fn, arg, reads, nreads, writes, nwrites);
+  gpar__engine_leave(eng);
+  return st;
 }

@@ -71,10 +71,12 @@ GPAR_API const char *gpar_last_error(void);
 /* An engine: devices, buffers and the dependency tracker. Opaque. */
 typedef struct gpar_engine gpar_engine;
 
-/* A buffer handle. Handles carry a generation, so a released or foreign handle is detected and
- * reported (GPAR_EBADBUF / GPAR_EENGINE) rather than dereferenced. id 0 is never valid. */
+/* A buffer handle. Handles carry a 64-bit serial that the process never reuses, so a released,
+ * foreign or shut-down handle is detected and reported (GPAR_EBADBUF / GPAR_EENGINE) rather than
+ * dereferenced, however many buffers and engines come and go. id 0 is the null handle. */
 typedef struct gpar_buffer {
-  uint64_t id; /* opaque */
+  uint64_t id;     /* opaque: where the buffer lives */
+  uint64_t serial; /* opaque: which buffer */
 } gpar_buffer;
 
 /* Device index meaning "pinned host memory usable by every device" (gpar_buffer_create). */
@@ -101,8 +103,11 @@ GPAR_API void gpar_config_init(gpar_config *cfg);
 /* Create an engine. cfg NULL: defaults plus environment overrides. Devices of every built
  * backend are probed; a backend with no device is not an error. */
 GPAR_API int gpar_init(gpar_engine **eng, const gpar_config *cfg);
-/* Drain all submitted work, then free every buffer, thread and device resource. Later calls
- * with this engine or its buffers return GPAR_ESHUTDOWN or GPAR_EBADBUF. */
+/* Once called, new calls from outside the engine's ops get GPAR_ESHUTDOWN; everything accepted
+ * (including what running ops submit) drains until nothing is in flight; then the threads are
+ * joined and every buffer, thread and device resource is freed. Returns the first error since
+ * the last wait_all. Later calls with this engine or its buffers return GPAR_ESHUTDOWN or
+ * GPAR_EBADBUF: engine and buffer handles carry serials the process never reuses. */
 GPAR_API int gpar_shutdown(gpar_engine *eng);
 
 /* Kind of device. */
@@ -165,7 +170,10 @@ typedef enum { GPAR_NO_TRANS = 0, GPAR_TRANS = 1 } gpar_trans;
 
 /* C = alpha * op(A) * op(B) + beta * C in BLAS column-major form, on C's device. Offsets and
  * leading dimensions are in elements. A and B must live on C's device (or all three in host
- * memory). C may not overlap A or B (GPAR_EALIAS). beta == 0 makes C write-only. */
+ * memory). C may not overlap A or B (GPAR_EALIAS). beta == 0 makes C write-only.
+ * Every operand is range-checked even when no element of it is read (k == 0 leaves A and B
+ * unread, m or n == 0 all three): an empty matrix's offset must be at most its buffer's size
+ * in elements, else GPAR_ERANGE. k == 0 computes C = beta * C. */
 GPAR_API int gpar_sgemm(gpar_trans trans_a, gpar_trans trans_b, int m, int n, int k,
                         float alpha, gpar_buffer a, size_t a_off, int lda,
                         gpar_buffer b, size_t b_off, int ldb,

@@ -58,7 +58,7 @@ static void case_end(const gpar_stats *b1, const gpar_stats *b2, int got, int wa
 #define NULLP(expr) ((expr) == NULL ? GPAR_EBADBUF : GPAR_OK)
 
 static void global_cases(int cpu, gpar_buffer x2, gpar_buffer y3) {
-  gpar_buffer b = {0}, zero = {0}, garbage = {0x0123456789abcdefull}, a = rt_buf;
+  gpar_buffer b = {0}, zero = {0}, garbage = {0x0123456789abcdefull, 42}, a = rt_buf;
   tu_devinfo info;
   gpar_stats st;
   size_t sz;
@@ -136,7 +136,7 @@ static void global_cases(int cpu, gpar_buffer x2, gpar_buffer y3) {
 
 static void device_cases(int d, gpar_buffer x2) {
   tu_devinfo info, oinfo;
-  gpar_buffer a = rt_buf, b, c, h, r, o = {0}, zero = {0}, garbage = {0xfeedface12345678ull};
+  gpar_buffer a = rt_buf, b, c, h, r, o = {0}, zero = {0}, garbage = {0xfeedface12345678ull, 42};
   unsigned char tmp[64] = {0};
   int host = 0;
   tu_device_info(eng, d, &info);

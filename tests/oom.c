@@ -33,7 +33,7 @@ static void beyond(int d, const tu_devinfo *info) {
   }
   const uint64_t sizes[2] = {info->memory_bytes + 1, info->memory_bytes * 2};
   for (int i = 0; i < 2; i++) {
-    gpar_buffer b = {12345};
+    gpar_buffer b = {12345, 1};
     gpar_stats s0, s1;
     gpar_stats_get(eng, &s0);
     int st = gpar_buffer_create(eng, d, (size_t)sizes[i], &b);
