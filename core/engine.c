@@ -1252,6 +1252,7 @@ GPAR_API int gpar_stats_get(gpar_engine *e, gpar_stats *stats) {
   stats->pinned_bytes_pool = eng->pinned.held;
   pthread_mutex_unlock(&eng->pinned.mu);
   stats->events_live = (uint64_t)atomic_load(&eng->events_live);
+  stats->graph_native_launches = atomic_load(&eng->graph_native);
   gpar__engine_leave(eng);
   return GPAR_OK;
 }

@@ -654,7 +654,10 @@ int gpar__graph_exec(gpar__device *dev, gpar__op *op) {
   int stack_status[STACK_NODES];
   gpar__event *stack_ev[STACK_NODES];
   int armed = faults_armed(dev->eng);
-  if (p->native && !armed) return dev->ops->graph_launch(dev->bdev, GPAR__LANE_COMPUTE, p->native);
+  if (p->native && !armed) {
+    atomic_fetch_add_explicit(&dev->eng->graph_native, 1, memory_order_relaxed);
+    return dev->ops->graph_launch(dev->bdev, GPAR__LANE_COMPUTE, p->native);
+  }
   int small = p->nnodes <= STACK_NODES;
   int *status = small ? stack_status : malloc(sizeof *status * (size_t)p->nnodes);
   gpar__event **ev = small ? stack_ev : malloc(sizeof *ev * (size_t)p->nnodes);
@@ -664,6 +667,7 @@ int gpar__graph_exec(gpar__device *dev, gpar__op *op) {
   } else if (!dev->ops->ordered_by_events) {
     st = replay_host(dev, p, status);
   } else if (!armed && !p->no_capture && capture(dev, p, status, ev) == GPAR_OK) {
+    atomic_fetch_add_explicit(&dev->eng->graph_native, 1, memory_order_relaxed);
     st = dev->ops->graph_launch(dev->bdev, GPAR__LANE_COMPUTE, p->native);
   } else {
     st = replay_gpu(dev, p, status, ev);

@@ -214,6 +214,7 @@ struct gpar_engine {
   char *first_errmsg;
   gpar_stats stats;
   atomic_long events_live;
+  atomic_ulong graph_native;    /* graph parts launched as a backend graph (graph.c) */
   gpar__pinned_pool pinned;
   /* tracing */
   int tracing;

@@ -222,6 +222,7 @@ typedef struct gpar_stats {
   uint64_t buffers_live;    /* buffers not yet freed (released ones with pending ops included) */
   uint64_t pinned_bytes_pool; /* pinned host bytes held by the pool (free + in use) */
   uint64_t events_live;     /* backend events held by the engine's ops (pools not counted) */
+  uint64_t graph_native_launches; /* graph parts run as one backend graph (CUDA graph) */
 } gpar_stats;
 
 /* Snapshot of the engine's counters. */

@@ -114,6 +114,8 @@ static double set_diff(set *a, set *b) {
  * GEMM into X[0] that reads T[0]; the other set runs everything eagerly. */
 static void replay_vs_eager(const char *name, const int *devs, int nd, int reps) {
   set g, e;
+  gpar_stats s0, s1;
+  gpar_stats_get(eng, &s0);
   set_make(&g, devs, nd);
   set_make(&e, devs, nd);
   gpar_graph *gr = NULL;
@@ -140,6 +142,14 @@ static void replay_vs_eager(const char *name, const int *devs, int nd, int reps)
   double d = set_diff(&g, &e);
   ok(lst == GPAR_OK && w == GPAR_OK && d <= 1e-4, "%s: %d launches interleaved with eager ops equal eager runs "
      "(launch %s, wait_all %s, max diff %g)", name, reps, gpar_status_name(lst), gpar_status_name(w), d);
+  /* One CUDA device: its parts (before and after the host function) have no user function, so
+   * each launch runs two CUDA graphs. */
+  gpar_stats_get(eng, &s1);
+  gpar_device_props p;
+  if (nd == 1 && gpar_device_info(eng, devs[0], &p) == GPAR_OK && p.backend_id == GPAR_BACKEND_CUDA)
+    ok(s1.graph_native_launches - s0.graph_native_launches == 2 * (uint64_t)reps, "%s: %llu CUDA graph launches "
+       "for %d launches of two CUDA parts", name, (unsigned long long)(s1.graph_native_launches - s0.graph_native_launches),
+       reps);
   ok(gpar_graph_destroy(gr) == GPAR_OK, "%s: destroyed", name);
   set_free(&g);
   set_free(&e);

@@ -126,8 +126,11 @@ int bench_multi_device(bench_ctx *ctx) {
       if ((st = md_record(ctx, &idx[d], 1, iters, A, B, C, &galone[d])) != GPAR_OK) goto out;
       if ((st = md_run(ctx, &idx[d], 1, iters, A, B, C, galone[d], &t)) != GPAR_OK) goto out;
     }
+    gpar_stats gs;
+    gpar_stats_get(ctx->eng, &gs);
     printf("graph of %d GEMMs: recording + gpar_graph_end %.2f ms; first launch (capture, instantiation, "
-           "run) %.2f ms\n", iters * N, rec * 1e3, first * 1e3);
+           "run) %.2f ms; %llu part launches as backend graphs so far\n", iters * N, rec * 1e3, first * 1e3,
+           (unsigned long long)gs.graph_native_launches);
     bench_json_num(ctx, "graph_record_seconds", rec);
     bench_json_num(ctx, "graph_first_launch_seconds", first);
   }
