@@ -282,7 +282,7 @@ static int add_edge(gpar__op *p, gpar__op *c, int data) {
   p->refs++;
   c->unretired++;
   if (!(flags & GPAR__EDGE_EVENT) || p->state < GPAR__ST_DISPATCHED) c->unmet++;
-  if (p->state >= GPAR__ST_DISPATCHED && p->status != GPAR_OK && data) atomic_store(&c->dep_failed, 1);
+  if (p->state >= GPAR__ST_DISPATCHED && data && gpar__op_fails_reader(p, c)) atomic_store(&c->dep_failed, 1);
   return GPAR_OK;
 }
 
@@ -380,9 +380,10 @@ static void retire_one(gpar_engine *eng, gpar__op *op, gpar__op **work) {
     gpar__buf *b = a->buf;
     if (a->mode & GPAR__WRITE) {
       if (b->writer == op) b->writer = NULL;
-      b->status = op->status;
+      const char *msg;
+      b->status = gpar__op_write_status(op, b, &msg);
       free(b->errmsg);
-      b->errmsg = op->errmsg ? strdup(op->errmsg) : NULL;
+      b->errmsg = msg ? strdup(msg) : NULL;
     } else {
       buf_remove_reader(b, op);
     }
@@ -409,7 +410,7 @@ static void retire_one(gpar_engine *eng, gpar__op *op, gpar__op **work) {
   for (int i = 0; i < op->succs.n; i++) {
     gpar__op *c = op->succs.v[i].op;
     int flags = op->succs.v[i].flags;
-    if (op->status != GPAR_OK && (flags & GPAR__EDGE_DATA)) atomic_store(&c->dep_failed, 1);
+    if ((flags & GPAR__EDGE_DATA) && gpar__op_fails_reader(op, c)) atomic_store(&c->dep_failed, 1);
     if (!(flags & GPAR__EDGE_EVENT) && --c->unmet == 0) make_ready(c);
     if (--c->unretired == 0 && c->state == GPAR__ST_DONE) {
       c->next = *work;
@@ -640,7 +641,7 @@ static void *gpu_dispatcher(void *arg) {
         for (int i = 0; i < op->succs.n; i++) {
           gpar__op *c = op->succs.v[i].op;
           int flags = op->succs.v[i].flags;
-          if (op->status != GPAR_OK && (flags & GPAR__EDGE_DATA)) atomic_store(&c->dep_failed, 1);
+          if ((flags & GPAR__EDGE_DATA) && gpar__op_fails_reader(op, c)) atomic_store(&c->dep_failed, 1);
           if (!(flags & GPAR__EDGE_EVENT) || --c->unmet) continue;
           if (c->dev == dev) {
             c->state = GPAR__ST_READY;
@@ -758,6 +759,7 @@ static int wait_buf(gpar_buffer handle) {
   }
   w->refs++;
   pthread_mutex_unlock(&eng->mu);
+  if (w->kind == GPAR__OP_GRAPH) return gpar__graph_wait_buf(eng, w, b); /* its status on b */
   return gpar__wait_op(eng, w);
 }
 

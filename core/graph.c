@@ -30,6 +30,7 @@ typedef struct gpar__gnode {
   int part;
   int nprods;
   int *prods;            /* part-local index << 1 | 1 when the edge carries data */
+  int *accidx;           /* per access of op: its index in the part's union (writes only; else -1) */
   int need_event;        /* a consumer on another lane of the part (or the join) waits on it */
   int host_sync;         /* an H2D copy on a backend that reads host memory at enqueue */
 } gpar__gnode;
@@ -262,22 +263,22 @@ static int node_producers(gpar_graph *g, bufstate *bs, int i, int **prods, int *
   return st;
 }
 
-/* Add b to part L's union. where[bi] caches (part, index) of b's last entry, so a buffer that
- * stays in one part is found without a search. */
-static int part_add_access(gpar__graph_part *p, int L, int *cap, gpar__buf *b, int mode, int (*where)[2]) {
+/* Add b to part L's union; *idx: its index there. where[bi] caches (part, index) of b's last
+ * entry, so a buffer that stays in one part is found without a search. */
+static int part_add_access(gpar__graph_part *p, int L, int *cap, gpar__buf *b, int mode, int (*where)[2], int *idx) {
   if (where[0][0] == L) {
-    p->acc[where[0][1]].mode |= mode;
+    p->acc[*idx = where[0][1]].mode |= mode;
     return GPAR_OK;
   }
   for (int i = 0; i < p->nacc; i++)
     if (p->acc[i].buf == b) {
       p->acc[i].mode |= mode;
       where[0][0] = L;
-      where[0][1] = i;
+      where[0][1] = *idx = i;
       return GPAR_OK;
     }
   where[0][0] = L;
-  where[0][1] = p->nacc;
+  where[0][1] = *idx = p->nacc;
   if (p->nacc == *cap) {
     int c = *cap ? *cap * 2 : 8;
     gpar__access *v = realloc(p->acc, sizeof *v * (size_t)c);
@@ -355,11 +356,13 @@ static int graph_build(gpar_graph *g) {
     if ((st = int_push(&p->nodes, &p->nnodes, &partcap[L], i))) break;
     /* The part reads a buffer (and a failure upstream reaches it) only where a read sees a
      * value from before the part: a fill then a GEMM that accumulates into it reads nothing. */
+    if (!(nd->accidx = malloc(sizeof *nd->accidx * (size_t)op->nacc))) st = GPAR_ENOMEM;
     for (int a = 0; a < op->nacc && st == GPAR_OK; a++) {
       int mode = access_at(op, a)->mode, w = prevw[a];
       if (w >= 0 && g->nodes[w].part == L) mode &= ~GPAR__READ;
       gpar__buf *b = access_at(op, a)->buf;
-      if (mode) st = part_add_access(p, L, &acccap[L], b, mode, &where[buf_index(g, b)]);
+      nd->accidx[a] = -1;
+      if (mode) st = part_add_access(p, L, &acccap[L], b, mode, &where[buf_index(g, b)], &nd->accidx[a]);
     }
     /* Edges inside the part, as part-local indices; the others are the engine's at launch. */
     int ordered = op->dev->ops->ordered_by_events;
@@ -415,6 +418,7 @@ static void graph_free(gpar_graph *g) {
     op->staging = NULL;
     gpar__op_discard(eng, op);
     free(g->nodes[i].prods);
+    free(g->nodes[i].accidx);
   }
   for (int b = 0; b < g->nbufs; b++)
     if (--g->bufs[b]->pending == 0 && g->bufs[b]->released) gpar__buf_free_locked(eng, g->bufs[b]);
@@ -648,6 +652,66 @@ static int capture(gpar__device *dev, gpar__graph_part *p, int *status, gpar__ev
   return GPAR_OK;
 }
 
+/* After a replay with failures: mark each buffer the part writes with how its last recorded
+ * writer ended, so the failure reaches exactly the buffers it would reach eagerly. */
+static void mark_failures(gpar__op *op, gpar__graph_part *p, const int *status) {
+  int any = 0;
+  for (int k = 0; k < p->nnodes; k++) {
+    gpar__gnode *nd = &p->g->nodes[p->nodes[k]];
+    any |= status[k] != GPAR_OK;
+    for (int a = 0; a < nd->op->nacc; a++) {
+      if (!(access_at(nd->op, a)->mode & GPAR__WRITE)) continue;
+      int *m = &access_at(op, nd->accidx[a])->mode;
+      *m &= ~(GPAR__WRITE_FAILED | GPAR__WRITE_SKIPPED);
+      if (status[k] != GPAR_OK) *m |= status[k] == GPAR_EDEPFAILED ? GPAR__WRITE_SKIPPED : GPAR__WRITE_FAILED;
+    }
+  }
+  op->u.graph.partial = any; /* else the failure was no op's (an event): the whole part has it */
+}
+
+int gpar__graph_write_status(const gpar__op *op, const gpar__buf *b, const char **msg) {
+  *msg = NULL;
+  for (int a = 0; a < op->nacc; a++) {
+    const gpar__access *acc = a < GPAR__INLINE ? &op->acc[a] : &op->acc_more[a - GPAR__INLINE];
+    if (acc->buf != b) continue;
+    if (acc->mode & GPAR__WRITE_FAILED) {
+      *msg = op->errmsg;
+      return op->status;
+    }
+    if (acc->mode & GPAR__WRITE_SKIPPED) {
+      *msg = gpar_strerror(GPAR_EDEPFAILED);
+      return GPAR_EDEPFAILED;
+    }
+    break;
+  }
+  return GPAR_OK;
+}
+
+int gpar__graph_fails_reader(const gpar__op *op, const gpar__op *c) {
+  const char *msg;
+  for (int a = 0; a < c->nacc; a++) {
+    const gpar__access *acc = a < GPAR__INLINE ? &c->acc[a] : &c->acc_more[a - GPAR__INLINE];
+    if ((acc->mode & GPAR__READ) && gpar__graph_write_status(op, acc->buf, &msg) != GPAR_OK) return 1;
+  }
+  return 0;
+}
+
+/* gpar_wait on b whose last writer is the launch op w (the caller holds a reference on w):
+ * the status w left on b rather than w's own. */
+int gpar__graph_wait_buf(gpar_engine *eng, gpar__op *w, const gpar__buf *b) {
+  const char *msg;
+  pthread_mutex_lock(&eng->mu);
+  w->refs++; /* kept past gpar__wait_op, which drops one */
+  pthread_mutex_unlock(&eng->mu);
+  gpar__wait_op(eng, w);
+  pthread_mutex_lock(&eng->mu);
+  int st = gpar__op_write_status(w, b, &msg);
+  if (st != GPAR_OK) gpar__set_error_msg(st, msg);
+  gpar__op_unref_locked(eng, w);
+  pthread_mutex_unlock(&eng->mu);
+  return st;
+}
+
 int gpar__graph_exec(gpar__device *dev, gpar__op *op) {
   gpar__graph_part *p = op->u.graph.part;
   enum { STACK_NODES = 64 };
@@ -658,20 +722,23 @@ int gpar__graph_exec(gpar__device *dev, gpar__op *op) {
     atomic_fetch_add_explicit(&dev->eng->graph_native, 1, memory_order_relaxed);
     return dev->ops->graph_launch(dev->bdev, GPAR__LANE_COMPUTE, p->native);
   }
-  int small = p->nnodes <= STACK_NODES;
+  int small = p->nnodes <= STACK_NODES, replayed = 1;
   int *status = small ? stack_status : malloc(sizeof *status * (size_t)p->nnodes);
   gpar__event **ev = small ? stack_ev : malloc(sizeof *ev * (size_t)p->nnodes);
   int st;
   if (!status || !ev) {
     st = gpar__errorf(GPAR_ENOMEM, "graph launch: out of host memory");
+    replayed = 0;
   } else if (!dev->ops->ordered_by_events) {
     st = replay_host(dev, p, status);
   } else if (!armed && !p->no_capture && capture(dev, p, status, ev) == GPAR_OK) {
     atomic_fetch_add_explicit(&dev->eng->graph_native, 1, memory_order_relaxed);
     st = dev->ops->graph_launch(dev->bdev, GPAR__LANE_COMPUTE, p->native);
+    replayed = 0;
   } else {
     st = replay_gpu(dev, p, status, ev);
   }
+  if (st != GPAR_OK && replayed) mark_failures(op, p, status);
   if (!small) {
     free(status);
     free(ev);

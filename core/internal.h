@@ -19,8 +19,9 @@ typedef struct gpar__buf gpar__buf;
 typedef struct gpar__device gpar__device;
 typedef struct gpar__graph_part gpar__graph_part;
 
-/* Access modes of an op on a buffer. */
-enum { GPAR__READ = 1, GPAR__WRITE = 2 };
+/* Access modes of an op on a buffer. A graph launch's op also marks, per buffer it writes,
+ * how the last recorded op writing it ended (graph.c). */
+enum { GPAR__READ = 1, GPAR__WRITE = 2, GPAR__WRITE_FAILED = 4, GPAR__WRITE_SKIPPED = 8 };
 
 /* Edge flags between a producer and a consumer op. */
 enum {
@@ -99,7 +100,7 @@ struct gpar__op {
     struct { void *mem; size_t off, bytes; unsigned char value; } fill;
     gpar__gemm_args gemm;
     struct { gpar_user_fn fn; void *arg; } user;
-    struct { gpar__graph_part *part; } graph;
+    struct { gpar__graph_part *part; int partial; } graph; /* partial: per-buffer failure marks */
   } u;
 };
 
@@ -271,6 +272,21 @@ static inline int gpar__graph_recording(gpar_engine *eng) {
   return gpar__rec.g && gpar__rec.eng == eng && gpar__rec.serial == atomic_load(&eng->serial);
 }
 GPAR__HIDDEN int gpar__graph_record_locked(gpar_engine *eng, gpar__op *op);
+GPAR__HIDDEN int gpar__graph_write_status(const gpar__op *op, const gpar__buf *b, const char **msg);
+GPAR__HIDDEN int gpar__graph_fails_reader(const gpar__op *op, const gpar__op *c);
+GPAR__HIDDEN int gpar__graph_wait_buf(gpar_engine *eng, gpar__op *w, const gpar__buf *b);
+/* The status op leaves on buffer b that it writes, and its message (may be NULL). A graph
+ * launch's op that failed inside leaves it only on the buffers its failed ops wrote. */
+static inline int gpar__op_write_status(const gpar__op *op, const gpar__buf *b, const char **msg) {
+  if (op->kind == GPAR__OP_GRAPH && op->u.graph.partial) return gpar__graph_write_status(op, b, msg);
+  *msg = op->errmsg;
+  return op->status;
+}
+/* Whether consumer c, linked behind op by a data edge, reads what op failed to produce. */
+static inline int gpar__op_fails_reader(const gpar__op *op, const gpar__op *c) {
+  return op->status != GPAR_OK &&
+         (op->kind != GPAR__OP_GRAPH || !op->u.graph.partial || gpar__graph_fails_reader(op, c));
+}
 GPAR__HIDDEN int gpar__graph_exec(gpar__device *dev, gpar__op *op);
 GPAR__HIDDEN void gpar__graph_shutdown(gpar_engine *eng);
 GPAR__HIDDEN int gpar__exec_op(gpar__device *dev, gpar__op *op);

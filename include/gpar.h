@@ -251,9 +251,14 @@ GPAR_API int gpar_fault_inject(gpar_engine *eng, const char *kind, unsigned long
  * (gpar_wait, gpar_read, gpar_wait_all); launches in a row stay ordered. A CUDA part becomes
  * one CUDA graph (captured at its first launch with no fault armed, then launched with one
  * cudaGraphLaunch); other parts replay the pre-resolved list on the device's lanes or a CPU
- * worker. Failures are per part: an op that fails inside a launch fails its part, and every
- * buffer the part writes gets that status and message (its dependents inside the part are
- * skipped); a part whose input failed outside the graph is skipped with GPAR_EDEPFAILED.
+ * worker. An op that fails inside a launch fails as it would eagerly: the buffers it writes get
+ * its status, the recorded ops that read them are skipped (GPAR_EDEPFAILED on what they write),
+ * other buffers are untouched, later ops read them as usual; gpar_wait_all reports it. A
+ * failure the device reports only at completion (no op to blame) fails every buffer the part
+ * writes. A part whose input failed outside the graph is skipped as a whole (GPAR_EDEPFAILED
+ * on every buffer it writes), where eagerly only the ops reading that input would be. Fault
+ * injection (gpar_fault_inject) on copy/gemm/fill/user replays CUDA parts op by op, so faults
+ * land on the op they name.
  * A graph keeps the memory of every buffer it uses alive until it is destroyed, even when the
  * buffer is released meanwhile. Graph handles are not thread-safe: launch and destroy one graph
  * from one thread at a time. */

@@ -204,6 +204,38 @@ static void fault_case(int dev) {
   gpar_buffer_release(other);
 }
 
+/* Inside one part, a failure reaches what it would reach eagerly: the failed GEMM's output,
+ * the copy that reads it (skipped), not the fills before and after it. */
+static void fault_exact(int dev) {
+  gpar_buffer a = mk(dev), b = mk(dev), c = mk(dev), d = mk(dev), x = mk(dev), y = mk(dev);
+  seed(a, 1);
+  seed(b, 2);
+  gpar_graph *gr = NULL;
+  gpar_graph_begin(eng);
+  gpar_fill(x, 0, BYTES, 1);
+  gpar_sgemm(GPAR_NO_TRANS, GPAR_NO_TRANS, N, N, N, 1.0f, a, 0, N, b, 0, N, 0.0f, c, 0, N);
+  gpar_copy(d, 0, c, 0, BYTES);
+  gpar_fill(y, 0, BYTES, 2);
+  gpar_graph_end(eng, &gr);
+  gpar_wait_all(eng);
+  gpar_fault_inject(eng, "gemm", 1);
+  gpar_graph_launch(gr);
+  unsigned char hx[BYTES], hy[BYTES];
+  int wc = gpar_wait(c), wd = gpar_wait(d), wx = gpar_wait(x), wy = gpar_wait(y);
+  int rx = gpar_read(x, 0, hx, BYTES), ry = gpar_read(y, 0, hy, BYTES), rd = gpar_read(d, 0, hx + 4, 4);
+  int wa = gpar_wait_all(eng);
+  gpar_fault_inject(eng, "gemm", 0);
+  ok(wc == GPAR_EFAULT && wd == GPAR_EDEPFAILED && wx == GPAR_OK && wy == GPAR_OK && rx == GPAR_OK &&
+         ry == GPAR_OK && hx[7] == 1 && hy[7] == 2 && rd == GPAR_EDEPFAILED && wa == GPAR_EFAULT,
+     "device %d: a fault inside a launch reaches the failed GEMM's output (%s) and its reader's (%s), not the "
+     "fills before and after (%s %s); read of the skipped output: %s; wait_all: %s",
+     dev, gpar_status_name(wc), gpar_status_name(wd), gpar_status_name(wx), gpar_status_name(wy),
+     gpar_status_name(rd), gpar_status_name(wa));
+  gpar_graph_destroy(gr);
+  gpar_buffer all_[6] = {a, b, c, d, x, y};
+  for (int i = 0; i < 6; i++) gpar_buffer_release(all_[i]);
+}
+
 /* Two devices, two parts: a GEMM fault in one part stays out of the other, independent part;
  * a part on the second device that reads the failed result is skipped (GPAR_EDEPFAILED). */
 static void fault_two_parts(int da, int db) {
@@ -411,6 +443,7 @@ int main(void) {
     snprintf(name, sizeof name, "device %d (%s %s)", d, p.backend, p.name);
     replay_vs_eager(name, &d, 1, 5);
     fault_case(d);
+    fault_exact(d);
     released_case(d);
     if (na < 16) all[na++] = d;
   }
