@@ -155,7 +155,7 @@ static void replay_vs_eager(const char *name, const int *devs, int nd, int reps)
   set_free(&e);
 }
 
-/* A fault inside a launch fails its part: the buffers it writes report it, a buffer outside
+/* A fault inside a launch reaches the buffer its GEMM writes; a buffer outside
  * the graph does not; the next launch with no fault is clean again. */
 static void fault_case(int dev) {
   gpar_buffer a = mk(dev), b = mk(dev), c = mk(dev), other = mk(dev);
