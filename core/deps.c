@@ -134,6 +134,7 @@ void gpar__op_fail(gpar__op *op, int st) {
 
 static void make_ready_locked(gpar__op *op) {
   gpar__op_set_state(op, GPAR__ST_READY);
+  if (op->dev->eng->tracing) op->t_ready = gpar__now();
   gpar__queue_push(&op->dev->ready, op);
 }
 
@@ -214,6 +215,7 @@ int gpar__op_submit_locked(gpar_engine *eng, gpar__op *op, int keep) {
   eng->inflight_tail = op;
   eng->stats.ops_submitted++;
   eng->stats.ops_in_flight++;
+  if (eng->tracing) op->t_call = gpar__depth ? gpar__t_call : gpar__now();
   for (int i = 0; i < op->nacc && st == GPAR_OK; i++) {
     gpar__access *a = op_access(op, i);
     gpar__buf *b = a->buf;
@@ -241,6 +243,7 @@ int gpar__op_submit_locked(gpar_engine *eng, gpar__op *op, int keep) {
     op->errmsg = strdup(gpar__error_msg());
     atomic_store(&op->dep_failed, 1);
   }
+  if (eng->tracing) op->t_submit = gpar__now();
   if (op->unmet == 0) make_ready_locked(op);
   return GPAR_OK;
 }
@@ -265,6 +268,7 @@ static void release_succs_locked(gpar__op *op, int retired, gpar__device *local,
     if ((flags & GPAR__EDGE_EVENT ? 0 : 1) == retired && --c->unmet == 0) {
       if (c->dev == local) { /* the dispatcher runs it next, ahead of its batch */
         gpar__op_set_state(c, GPAR__ST_READY);
+        if (local->eng->tracing) c->t_ready = gpar__now();
         c->next = NULL;
         **local_tail = c;
         *local_tail = &c->next;
@@ -322,7 +326,7 @@ static void retire_one_locked(gpar_engine *eng, gpar__op *op, gpar__op **work) {
     }
   }
   release_succs_locked(op, 1, NULL, NULL, work);
-  if (eng->tracing) gpar__trace_op_locked(eng, op);
+  if (eng->tracing) gpar__trace_op_locked(eng, op, gpar__now());
   if (op->staging) {
     gpar__pinned_free(&eng->pinned, op->staging);
     op->staging = NULL;
@@ -337,6 +341,7 @@ void gpar__op_complete_locked(gpar_engine *eng, gpar__op *op, int status) {
     op->errmsg = strdup(gpar__error_msg());
   }
   gpar__op_set_state(op, GPAR__ST_DONE);
+  if (eng->tracing) op->t_seen = gpar__now();
   if (op->unretired) return;
   gpar__op *work = op;
   op->next = NULL;

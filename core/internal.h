@@ -110,6 +110,9 @@ struct gpar__op {
   size_t staging_bytes;
   char *errmsg;        /* detail of a failure */
   double t_submit, t_dispatch, t_start, t_end; /* seconds, tracing */
+  /* Host-time breakdown (tracing): public call entered, ready, taken by a worker or dispatcher,
+   * run finished, completion seen under the engine lock. */
+  double t_call, t_ready, t_taken, t_ran, t_seen;
   union {
     gpar__copy_args copy;
     struct { void *mem; size_t off, bytes; unsigned char value; } fill;
@@ -182,6 +185,7 @@ typedef struct gpar__trace_rec {
   const char *name;
   int dev, lane;
   double ts, dur, submit;
+  float phase[5]; /* microseconds: submit, hand-off, dispatch, completion, retire */
 } gpar__trace_rec;
 
 enum {
@@ -231,7 +235,9 @@ struct gpar_engine {
   atomic_long events_live;
   gpar__pinned_pool pinned;
   /* tracing */
-  int tracing;
+  int tracing;                  /* 1: per-op timestamps (breakdown), 2: also a trace file */
+  double bd_sum[5];             /* breakdown sums (seconds), engine lock */
+  uint64_t bd_ops;
   gpar__trace_rec *trace;
   size_t ntrace, captrace;
   double t0;
@@ -259,6 +265,7 @@ GPAR__HIDDEN int gpar__engine_begin_close(gpar_engine *eng);
 GPAR__HIDDEN void gpar__engine_wait_callers(gpar_engine *eng);
 GPAR__HIDDEN extern _Thread_local int gpar__in_op;
 GPAR__HIDDEN extern _Thread_local int gpar__depth; /* entered public calls on this thread */
+GPAR__HIDDEN extern _Thread_local double gpar__t_call; /* when this thread's public call entered (tracing) */
 /* Test hook (exported, not in gpar.h): set the next engine and buffer serials, to test the
  * handle checks at the counters' end without running 2^57 lifetimes. */
 GPAR_API void gpar__test_set_serials(uint64_t next_engine, uint64_t next_buffer);
@@ -337,7 +344,7 @@ GPAR__HIDDEN void gpar__pinned_free(gpar__pinned_pool *p, void *ptr);
 GPAR__HIDDEN void gpar__pinned_destroy(gpar__pinned_pool *p);
 
 /* trace.c */
-GPAR__HIDDEN void gpar__trace_op_locked(gpar_engine *eng, gpar__op *op);
+GPAR__HIDDEN void gpar__trace_op_locked(gpar_engine *eng, gpar__op *op, double t_retired);
 GPAR__HIDDEN void gpar__trace_write(gpar_engine *eng);
 
 /* error.c */

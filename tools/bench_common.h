@@ -15,6 +15,7 @@ typedef struct bench_opts {
   const char *devices;   /* --devices N or a list "0,1" */
   int size, iters, repeat;
   int tf32, pageable, raw, quiet;
+  int breakdown;         /* --breakdown (overhead) */
   const char *json_path, *trace_path, *svg_path;
 } bench_opts;
 
