@@ -166,7 +166,7 @@ int gpar__graph_record_locked(gpar_engine *eng, gpar__op *op) {
     /* The op is lost: the recording fails as a whole at gpar_graph_end. */
     g->status = st;
     if (op->staging) gpar__pinned_free(&eng->pinned, op->staging);
-    gpar__op_discard(eng, op);
+    gpar__op_discard_locked(eng, op);
     return gpar__errorf(st, "out of host memory while recording an operation");
   }
   memset(&g->nodes[g->nnodes], 0, sizeof g->nodes[0]);
@@ -416,7 +416,7 @@ static void graph_free(gpar_graph *g) {
     gpar__op *op = g->nodes[i].op;
     if (op->staging) gpar__pinned_free(&eng->pinned, op->staging);
     op->staging = NULL;
-    gpar__op_discard(eng, op);
+    gpar__op_discard_locked(eng, op);
     free(g->nodes[i].prods);
     free(g->nodes[i].accidx);
   }
@@ -494,7 +494,7 @@ static int launch_parts(gpar_engine *eng, gpar_graph *g) {
   int n = 0;
   for (; n < g->nparts; n++) {
     gpar__graph_part *p = &g->parts[n];
-    gpar__op *op = ops[n] = gpar__op_new(eng);
+    gpar__op *op = ops[n] = gpar__op_new_locked(eng);
     if (!op) {
       st = GPAR_ENOMEM;
       break;
@@ -516,13 +516,13 @@ static int launch_parts(gpar_engine *eng, gpar_graph *g) {
   }
   if (st != GPAR_OK) { /* nothing submitted */
     for (int i = 0; i < n; i++)
-      if (ops[i]) gpar__op_discard(eng, ops[i]);
+      if (ops[i]) gpar__op_discard_locked(eng, ops[i]);
     pthread_mutex_unlock(&eng->mu);
     if (ops != stack_ops) free(ops);
     return gpar__errorf(GPAR_ENOMEM, "gpar_graph_launch: out of host memory");
   }
   for (int i = 0; i < n; i++) { /* refused (engine closed meanwhile): discarded, not waited on */
-    int s = gpar__op_submit(eng, ops[i], wait);
+    int s = gpar__op_submit_locked(eng, ops[i], wait);
     if (s != GPAR_OK) {
       ops[i] = NULL;
       if (st == GPAR_OK) st = s;
@@ -577,7 +577,7 @@ static int replay_host(gpar__device *dev, gpar__graph_part *p, int *status) {
   first_failure f = {GPAR_OK, NULL};
   for (int k = 0; k < p->nnodes; k++) {
     gpar__gnode *nd = &nodes[p->nodes[k]];
-    int st = producer_failed(nd, status) ? GPAR_EDEPFAILED : gpar__exec_op(dev, nd->op);
+    int st = producer_failed(nd, status) ? GPAR_EDEPFAILED : gpar__op_run(dev, nd->op);
     status[k] = st;
     if (st != GPAR_OK) note_failure(&f, st);
   }
@@ -612,7 +612,7 @@ static int replay_gpu(gpar__device *dev, gpar__graph_part *p, int *status, gpar_
       st = nd->host_sync ? ops->event_sync(pe) : ops->event_wait(dev->bdev, op->lane, pe);
       if (st != GPAR_OK) note_failure(&f, st);
     }
-    st = producer_failed(nd, status) ? GPAR_EDEPFAILED : gpar__exec_op(dev, op);
+    st = producer_failed(nd, status) ? GPAR_EDEPFAILED : gpar__op_run(dev, op);
     status[k] = st;
     if (st != GPAR_OK) note_failure(&f, st);
     if (nd->need_event && ops->event_record(dev->bdev, op->lane, 0, &ev[k]) != GPAR_OK) {

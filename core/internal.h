@@ -1,6 +1,22 @@
 /* internal.h: the core's private types: engine, devices, buffers, operations and the queues
  * between the submitting threads, the per-device dispatchers and the completion threads.
- * Knows no vendor API: backends are reached only through gpar__backend_ops (backend.h). */
+ * Knows no vendor API: backends are reached only through gpar__backend_ops (backend.h).
+ *
+ * Files: engine.c (lifecycle, configuration, handles of engines), buffer.c (buffers and their
+ * handles), ops.c + transfer.c (public op calls: validation and op construction), deps.c
+ * (dependency graph: submit, retire, failure propagation), queue.c (ready queues), dispatch.c
+ * (dispatchers, CPU workers, running an op by kind), complete.c (completion threads), wait.c.
+ *
+ * Lock order (take only in this order; never hold two locks of one row):
+ *   gpar__registry_mu          engine slots; held alone (engine.c)
+ *   eng->mu                    the engine lock: graph, buffers, op free list, stats, trace
+ *     -> dev->ready.mu         a ready queue (make_ready under the engine lock)
+ *     -> eng->pinned.mu        pinned pool (staging freed at retire)
+ *     -> backend locks         mem_free / host_free under the engine lock
+ *   dev->cmu                   completion FIFOs; never held together with eng->mu
+ * Every lock is taken and released in one function; a function that needs a lock held on
+ * entry ends in _locked (the kept names gpar__op_new/_submit/_discard are aliases). One
+ * exception is kept for callers outside the core: gpar__buf_lookup returns holding eng->mu. */
 #ifndef GPAR_CORE_INTERNAL_H
 #define GPAR_CORE_INTERNAL_H
 
@@ -29,7 +45,8 @@ enum {
   GPAR__EDGE_EVENT = 2   /* ordered on the device (consumer's lane waits on producer's event) */
 };
 
-/* Op kinds. */
+/* Op kinds. A new kind: add it here, give it a member of gpar__op.u, and run it in
+ * gpar__op_run (dispatch.c), the one switch over kinds. */
 enum {
   GPAR__OP_COPY,   /* u.copy on dev's lane */
   GPAR__OP_FILL,   /* u.fill */
@@ -39,8 +56,9 @@ enum {
   GPAR__OP_GRAPH   /* u.graph: one part of a graph launch (graph.c) */
 };
 
-/* Op lifecycle (engine lock). */
+/* Op lifecycle (engine lock). Each step goes to the next state only (asserted). */
 enum {
+  GPAR__ST_NEW,        /* built, not submitted */
   GPAR__ST_WAITING,    /* producers unmet */
   GPAR__ST_READY,      /* in its device's queue */
   GPAR__ST_DISPATCHED, /* enqueued on a lane, event recorded (or ran, on the CPU) */
@@ -95,6 +113,9 @@ struct gpar__op {
   size_t staging_bytes;
   char *errmsg;        /* detail of a failure */
   double t_submit, t_dispatch, t_start, t_end; /* seconds, tracing */
+  /* Host-time breakdown (tracing): public call entered, ready, taken by a worker or dispatcher,
+   * run finished, completion seen under the engine lock. */
+  double t_call, t_ready, t_taken, t_ran, t_seen;
   union {
     gpar__copy_args copy;
     struct { void *mem; size_t off, bytes; unsigned char value; } fill;
@@ -168,6 +189,7 @@ typedef struct gpar__trace_rec {
   const char *name;
   int dev, lane;
   double ts, dur, submit;
+  float phase[5]; /* microseconds: submit, hand-off, dispatch, completion, retire */
 } gpar__trace_rec;
 
 enum {
@@ -218,7 +240,9 @@ struct gpar_engine {
   atomic_ulong graph_native;    /* graph parts launched as a backend graph (graph.c) */
   gpar__pinned_pool pinned;
   /* tracing */
-  int tracing;
+  int tracing;                  /* 1: per-op timestamps (breakdown), 2: also a trace file */
+  double bd_sum[5];             /* breakdown sums (seconds), engine lock */
+  uint64_t bd_ops;
   gpar__trace_rec *trace;
   size_t ntrace, captrace;
   double t0;
@@ -226,7 +250,7 @@ struct gpar_engine {
   atomic_ulong fault_at[GPAR__FAULT_KINDS];
 };
 
-/* engine.c */
+/* registry.c: engine slots, their tokens and the calls inside them */
 /* Public entry points bracket their work with enter/leave: enter resolves the user's engine
  * token (or an internal engine pointer), refuses a shut-down or stale one, and counts the call
  * so gpar_shutdown frees nothing while a call is inside. While the engine drains, only calls
@@ -235,30 +259,88 @@ GPAR__HIDDEN gpar_engine *gpar__engine_enter(gpar_engine *eng, int *status);
 /* The engine a buffer handle names, entered as above (GPAR_EBADBUF when none). */
 GPAR__HIDDEN gpar_engine *gpar__engine_enter_buf(gpar_buffer h, int *status);
 GPAR__HIDDEN void gpar__engine_leave(gpar_engine *eng);
-/* Validate without counting the call (short reads of immutable fields only). */
+/* Validate without counting the call (prefer enter/leave). */
 GPAR__HIDDEN gpar_engine *gpar__engine_check(gpar_engine *eng, int *status);
-GPAR__HIDDEN int gpar__buf_lookup(gpar_buffer h, gpar__buf **out, gpar_engine **eng_out);
-GPAR__HIDDEN int gpar__buf_get_locked(gpar_engine *eng, gpar_buffer h, gpar__buf **b);
-GPAR__HIDDEN gpar_buffer gpar__buf_handle(const gpar__buf *b);
-GPAR__HIDDEN int gpar__buffer_create(gpar_engine *eng, int dev, size_t bytes, gpar_buffer *buf);
-GPAR__HIDDEN int gpar__buffer_release(gpar_buffer h);
+/* The engine in slot s (0-based), or NULL. */
+GPAR__HIDDEN gpar_engine *gpar__engine_at(uint64_t s);
+GPAR__HIDDEN gpar_engine *gpar__engine_token(gpar_engine *eng);
+GPAR__HIDDEN gpar_engine *gpar__engine_claim(int *status);
+GPAR__HIDDEN void gpar__engine_release_slot(gpar_engine *eng);
+GPAR__HIDDEN int gpar__engine_begin_close(gpar_engine *eng);
+GPAR__HIDDEN void gpar__engine_wait_callers(gpar_engine *eng);
+GPAR__HIDDEN extern _Thread_local int gpar__in_op;
+GPAR__HIDDEN extern _Thread_local int gpar__depth; /* entered public calls on this thread */
+GPAR__HIDDEN extern _Thread_local double gpar__t_call; /* when this thread's public call entered (tracing) */
 /* Test hook (exported, not in gpar.h): set the next engine and buffer serials, to test the
  * handle checks at the counters' end without running 2^57 lifetimes. */
 GPAR_API void gpar__test_set_serials(uint64_t next_engine, uint64_t next_buffer);
+
+/* engine.c */
+GPAR__HIDDEN int gpar__fault(gpar_engine *eng, int kind);
+GPAR__HIDDEN double gpar__now(void);
+
+/* buffer.c */
+GPAR__HIDDEN gpar_buffer gpar__buf_handle(const gpar__buf *b);
+/* Resolve a handle of engine eng: GPAR_EENGINE for a live handle of another engine. */
+GPAR__HIDDEN int gpar__buf_get_locked(gpar_engine *eng, gpar_buffer h, gpar__buf **b);
+/* Decode a handle; on success returns holding eng->mu (callers outside the core). */
+GPAR__HIDDEN int gpar__buf_lookup(gpar_buffer h, gpar__buf **out, gpar_engine **eng_out);
 GPAR__HIDDEN void gpar__buf_free_locked(gpar_engine *eng, gpar__buf *b);
-GPAR__HIDDEN gpar__op *gpar__op_new(gpar_engine *eng);
-GPAR__HIDDEN int gpar__op_add_access(gpar__op *op, gpar__buf *buf, int mode);
-GPAR__HIDDEN int gpar__op_submit(gpar_engine *eng, gpar__op *op, int keep);
-GPAR__HIDDEN void gpar__op_discard(gpar_engine *eng, gpar__op *op);
-GPAR__HIDDEN int gpar__wait_op(gpar_engine *eng, gpar__op *op);
-GPAR__HIDDEN void gpar__op_unref_locked(gpar_engine *eng, gpar__op *op);
 GPAR__HIDDEN int gpar__buffer_alloc(gpar_engine *eng, gpar__device *dev, size_t bytes, void **mem);
 GPAR__HIDDEN void gpar__buffer_free_mem(gpar_engine *eng, gpar__device *dev, void *mem);
 GPAR__HIDDEN int gpar__buffer_register_locked(gpar_engine *eng, gpar__device *dev, size_t bytes, void *mem, gpar__buf **out);
-GPAR__HIDDEN int gpar__fault(gpar_engine *eng, int kind);
-GPAR__HIDDEN double gpar__now(void);
-GPAR__HIDDEN extern _Thread_local int gpar__in_op;
-GPAR__HIDDEN extern _Thread_local int gpar__depth; /* entered public calls on this thread */
+GPAR__HIDDEN int gpar__buffer_create(gpar_engine *eng, int dev, size_t bytes, gpar_buffer *buf);
+GPAR__HIDDEN int gpar__buffer_release(gpar_buffer h);
+GPAR__HIDDEN uint64_t gpar__buf_serial_last(void);
+GPAR__HIDDEN void gpar__buf_serial_set(uint64_t next);
+
+/* deps.c: ops and the dependency graph */
+GPAR__HIDDEN gpar__op *gpar__op_new_locked(gpar_engine *eng);
+#define gpar__op_new gpar__op_new_locked
+GPAR__HIDDEN int gpar__op_add_access(gpar__op *op, gpar__buf *buf, int mode);
+/* GPAR_ESHUTDOWN (op discarded) once the engine has drained for shutdown; else GPAR_OK. With
+ * keep, an extra reference is returned for gpar__wait_op. */
+GPAR__HIDDEN int gpar__op_submit_locked(gpar_engine *eng, gpar__op *op, int keep);
+#define gpar__op_submit gpar__op_submit_locked
+GPAR__HIDDEN void gpar__op_discard_locked(gpar_engine *eng, gpar__op *op);
+#define gpar__op_discard gpar__op_discard_locked
+GPAR__HIDDEN void gpar__op_unref_locked(gpar_engine *eng, gpar__op *op);
+GPAR__HIDDEN void gpar__op_set_state(gpar__op *op, int state);
+GPAR__HIDDEN void gpar__op_fail(gpar__op *op, int status);
+/* The device has finished op: retire it (and what waited on it) once its producers have. */
+GPAR__HIDDEN void gpar__op_complete_locked(gpar_engine *eng, gpar__op *op, int status);
+/* op was dispatched on an event lane: release the consumers that wait on its event; those on
+ * `local` are appended to *local_tail (run next by that dispatcher), the others queued. */
+GPAR__HIDDEN void gpar__op_dispatched_locked(gpar_engine *eng, gpar__op *op, gpar__device *local, gpar__op ***local_tail);
+GPAR__HIDDEN void gpar__engine_drop_ops(gpar_engine *eng);
+
+/* ops.c: what the op calls share */
+GPAR__HIDDEN int gpar__check_range(const gpar__buf *b, size_t off, size_t bytes, const char *what);
+GPAR__HIDDEN gpar__op *gpar__op_build_locked(gpar_engine *eng, int kind, gpar__device *dev, int lane, const char *name);
+GPAR__HIDDEN int gpar__op_access_locked(gpar_engine *eng, gpar__op *op, gpar__buf *b, int mode);
+GPAR__HIDDEN int gpar__submit_locked(gpar_engine *eng, gpar__op *op, gpar__op **sync);
+GPAR__HIDDEN int gpar__sync_wait(gpar_engine *eng, int st, gpar__op *sync);
+
+/* queue.c */
+GPAR__HIDDEN void gpar__queue_init(gpar__queue *q);
+GPAR__HIDDEN void gpar__queue_destroy(gpar__queue *q);
+GPAR__HIDDEN void gpar__queue_push(gpar__queue *q, gpar__op *op);
+GPAR__HIDDEN void gpar__queue_stop(gpar__queue *q);
+GPAR__HIDDEN gpar__op *gpar__queue_pop(gpar__queue *q, int all);
+
+/* dispatch.c */
+GPAR__HIDDEN int gpar__op_run(gpar__device *dev, gpar__op *op);
+GPAR__HIDDEN int gpar__device_start(gpar__device *dev);
+GPAR__HIDDEN void gpar__device_join(gpar__device *dev);
+GPAR__HIDDEN gpar__event *gpar__op_done_event(const gpar__op *op);
+
+/* complete.c */
+GPAR__HIDDEN void gpar__completer_hand(gpar__device *dev, gpar__op *group);
+GPAR__HIDDEN void *gpar__completer_main(void *arg);
+GPAR__HIDDEN void gpar__completer_stop(gpar__device *dev);
+
+/* wait.c */
+GPAR__HIDDEN int gpar__wait_op(gpar_engine *eng, gpar__op *op);
 
 /* graph.c: the calling thread's recording (record hook in gpar__op_submit). */
 typedef struct gpar__rec_state {
@@ -289,7 +371,6 @@ static inline int gpar__op_fails_reader(const gpar__op *op, const gpar__op *c) {
 }
 GPAR__HIDDEN int gpar__graph_exec(gpar__device *dev, gpar__op *op);
 GPAR__HIDDEN void gpar__graph_shutdown(gpar_engine *eng);
-GPAR__HIDDEN int gpar__exec_op(gpar__device *dev, gpar__op *op);
 
 /* pinned.c */
 GPAR__HIDDEN void gpar__pinned_init(gpar__pinned_pool *p, const gpar__backend_ops *ops, gpar__backend *be, size_t limit);
@@ -298,7 +379,7 @@ GPAR__HIDDEN void gpar__pinned_free(gpar__pinned_pool *p, void *ptr);
 GPAR__HIDDEN void gpar__pinned_destroy(gpar__pinned_pool *p);
 
 /* trace.c */
-GPAR__HIDDEN void gpar__trace_op(gpar_engine *eng, gpar__op *op);
+GPAR__HIDDEN void gpar__trace_op_locked(gpar_engine *eng, gpar__op *op, double t_retired);
 GPAR__HIDDEN void gpar__trace_write(gpar_engine *eng);
 
 /* error.c */

@@ -88,7 +88,7 @@ typedef struct gpar_config {
   int host_threads;     /* CPU worker threads; 0: one per core. env GPAR_HOST_THREADS */
   int tf32;             /* 1: allow TF32 tensor-core math for sgemm on GPUs. env GPAR_TF32 */
   unsigned backends;    /* bit mask of GPAR_BACKEND_*; 0: all built. env GPAR_BACKENDS=host,cuda,opencl */
-  const char *trace_path; /* non-NULL: write a Chrome trace-event JSON here at shutdown. env GPAR_TRACE */
+  const char *trace_path; /* non-NULL: write a Chrome trace-event JSON here at shutdown ("": time ops, no file). env GPAR_TRACE */
   size_t pinned_limit;  /* most bytes of pinned host memory the pool may hold; 0: no limit. env GPAR_PINNED_LIMIT_MB */
   int quiet;            /* 1: no diagnostics on stderr about absent devices. env GPAR_QUIET */
 } gpar_config;
@@ -232,6 +232,23 @@ GPAR_API int gpar_stats_get(gpar_engine *eng, gpar_stats *stats);
  * GPAR_EFAULT; n = 0 clears it. Kinds: "alloc", "pinned", "copy", "gemm", "fill", "user",
  * "event", "completion". Also set by env GPAR_FAULT=kind:n at gpar_init. */
 GPAR_API int gpar_fault_inject(gpar_engine *eng, const char *kind, unsigned long n);
+
+/* ---- Per-op host-time breakdown (issue 11) ----------------------------------------------
+ * With tracing on (gpar_config.trace_path set; "" times ops without writing a trace file),
+ * each retired op adds where its host time went. Means over the ops retired since the last
+ * reset, in microseconds. The trace file carries the same phases per op (args.host_us). */
+typedef struct gpar_breakdown {
+  uint64_t ops;        /* ops measured */
+  double submit_us;    /* public call entered -> op linked (checks, bookkeeping, lock waits) */
+  double handoff_us;   /* op ready -> a CPU worker or GPU dispatcher took it */
+  double dispatch_us;  /* running it: the CPU op itself, or the vendor calls that enqueue it */
+  double complete_us;  /* run done -> completion seen under the engine lock (GPU: + device time) */
+  double retire_us;    /* completion seen -> retired (successors released, buffers updated) */
+} gpar_breakdown;
+
+/* Mean breakdown of this engine's retired ops; reset != 0 starts a new measurement.
+ * GPAR_ENOTSUP (with the means so far, all zero) when tracing is off. */
+GPAR_API int gpar_breakdown_get(gpar_engine *eng, gpar_breakdown *bd, int reset);
 
 /* ---- Graphs: record once, replay many (issue 14) ----
  * Between gpar_graph_begin and gpar_graph_end, the ops that the calling thread submits to that

@@ -16,6 +16,7 @@ typedef struct bench_opts {
   int size, iters, repeat;
   int tf32, pageable, raw, quiet;
   int graph;             /* --graph: time op-graph launches of the loops (gpar_graph_*) */
+  int breakdown;         /* --breakdown (overhead) */
   const char *json_path, *trace_path, *svg_path;
 } bench_opts;
 

@@ -417,7 +417,9 @@ static void usage(FILE *f) {
           "  --json FILE      machine-readable results\n"
           "  --trace FILE     Chrome trace-event JSON of every op (Perfetto, chrome://tracing)\n"
           "  --svg FILE       self-contained SVG timeline of the trace\n"
-          "  --quiet          no progress on stderr\n");
+          "  --quiet          no progress on stderr\n"
+          "  --breakdown      overhead: per-op host time by phase (submit, hand-off, dispatch,\n"
+          "                   completion, retire), timed by the engine's tracing (gpar_breakdown_get)\n");
 }
 
 int main(int argc, char **argv) {
@@ -426,7 +428,7 @@ int main(int argc, char **argv) {
   ctx.host_dev = GPAR_HOST;
 
   enum { O_BACKEND = 256, O_DEVICES, O_SIZE, O_ITERS, O_REPEAT, O_TF32, O_PAGEABLE, O_RAW,
-         O_JSON, O_TRACE, O_SVG, O_QUIET, O_GRAPH };
+         O_JSON, O_TRACE, O_SVG, O_QUIET, O_BREAKDOWN, O_GRAPH };
   static const struct option longopts[] = {
       {"backend", required_argument, 0, O_BACKEND}, {"devices", required_argument, 0, O_DEVICES},
       {"size", required_argument, 0, O_SIZE},       {"iters", required_argument, 0, O_ITERS},
@@ -434,8 +436,8 @@ int main(int argc, char **argv) {
       {"pageable", no_argument, 0, O_PAGEABLE},     {"raw", no_argument, 0, O_RAW},
       {"json", required_argument, 0, O_JSON},       {"trace", required_argument, 0, O_TRACE},
       {"svg", required_argument, 0, O_SVG},         {"quiet", no_argument, 0, O_QUIET},
-      {"graph", no_argument, 0, O_GRAPH},           {"help", no_argument, 0, 'h'},
-      {0, 0, 0, 0}};
+      {"breakdown", no_argument, 0, O_BREAKDOWN}, {"graph", no_argument, 0, O_GRAPH},
+      {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
   int c;
   long v;
   while ((c = getopt_long(argc, argv, "hq", longopts, NULL)) != -1) {
@@ -463,6 +465,7 @@ int main(int argc, char **argv) {
     case O_SVG: ctx.o.svg_path = optarg; break;
     case 'q':
     case O_QUIET: ctx.o.quiet = 1; break;
+    case O_BREAKDOWN: ctx.o.breakdown = 1; break;
     case 'h': usage(stdout); return 0;
     default: usage(stderr); return 2;
     }
@@ -508,6 +511,7 @@ int main(int argc, char **argv) {
   gpar_config_init(&cfg);
   cfg.tf32 = ctx.o.tf32;
   cfg.trace_path = trace;
+  if (ctx.o.breakdown && !trace) cfg.trace_path = ""; /* time ops, write no trace file */
   /* With --backend, open only that backend (and the host): GPAR_HOST memory is then pinned by
    * the backend under test. NVIDIA's OpenCL treats CUDA-pinned memory as pageable (13 GB/s
    * instead of 55 GB/s for D2H copies, measured on H200). */

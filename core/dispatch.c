@@ -1,0 +1,215 @@
+/* dispatch.c: running ops. gpar__op_run executes one op by kind through the backend table (the
+ * one switch over op kinds: add new kinds there). CPU workers run ready ops to completion; one
+ * dispatcher thread per GPU enqueues them on lanes, makes lanes wait on producers' events and
+ * records events only where someone needs them, then hands the ops to the completion thread
+ * (complete.c). So one submitting thread keeps every GPU busy. No engine lock is held during
+ * vendor calls. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* Run (CPU) or enqueue (GPU) the op's work on its lane. The place to add op kinds. */
+int gpar__op_run(gpar__device *dev, gpar__op *op) {
+  gpar_engine *eng = dev->eng;
+  const gpar__backend_ops *ops = dev->ops;
+  int st;
+  switch (op->kind) {
+  case GPAR__OP_COPY:
+    if ((st = gpar__fault(eng, GPAR__FAULT_COPY))) return st;
+    return ops->copy(dev->bdev, op->lane, &op->u.copy);
+  case GPAR__OP_FILL:
+    if ((st = gpar__fault(eng, GPAR__FAULT_FILL))) return st;
+    return ops->fill(dev->bdev, op->lane, op->u.fill.mem, op->u.fill.off, op->u.fill.bytes, op->u.fill.value);
+  case GPAR__OP_GEMM:
+    if ((st = gpar__fault(eng, GPAR__FAULT_GEMM))) return st;
+    return ops->gemm(dev->bdev, op->lane, &op->u.gemm);
+  case GPAR__OP_USER: {
+    if ((st = gpar__fault(eng, GPAR__FAULT_USER))) return st;
+    gpar_native nat;
+    memset(&nat, 0, sizeof nat);
+    if (ops->native && (st = ops->native(dev->bdev, op->lane, &nat))) return st;
+    nat.device = dev->index;
+    nat.backend_index = dev->bidx;
+    gpar__errorf(GPAR_OK, "%s", "");
+    st = op->u.user.fn(&nat, op->u.user.arg);
+    if (st != GPAR_OK && !*gpar__error_msg()) gpar__errorf(st, "user function returned %s", gpar_status_name(st));
+    return st;
+  }
+  case GPAR__OP_NOP:
+    return GPAR_OK;
+  case GPAR__OP_GRAPH:
+    return gpar__graph_exec(dev, op);
+  }
+  return gpar__errorf(GPAR_ENOTSUP, "unknown op kind %d", op->kind);
+}
+
+/* ---------------------------------------------------------------- CPU workers */
+
+/* Run one op to completion, then complete it (retiring it and what waited on it). */
+static void *host_worker(void *arg) {
+  gpar__device *dev = arg;
+  gpar_engine *eng = dev->eng;
+  gpar__in_op = 1;
+  gpar__op *op;
+  while ((op = gpar__queue_pop(&dev->ready, 0))) {
+    int st = GPAR_EDEPFAILED;
+    if (eng->tracing) op->t_taken = op->t_start = gpar__now();
+    if (!atomic_load(&op->dep_failed)) st = gpar__op_run(dev, op);
+    if (eng->tracing) op->t_ran = op->t_end = gpar__now();
+    pthread_mutex_lock(&eng->mu);
+    if (st != GPAR_OK) gpar__op_fail(op, st);
+    gpar__op_set_state(op, GPAR__ST_DISPATCHED);
+    gpar__op_complete_locked(eng, op, GPAR_OK);
+    pthread_mutex_unlock(&eng->mu);
+  }
+  return NULL;
+}
+
+/* ---------------------------------------------------------------- GPU dispatcher */
+
+static int record_event(gpar__device *dev, gpar__op *op, unsigned flags, gpar__event **ev) {
+  int st = gpar__fault(dev->eng, GPAR__FAULT_EVENT);
+  if (!st) st = dev->ops->event_record(dev->bdev, op->lane, flags, ev);
+  if (st) {
+    *ev = NULL;
+    return st;
+  }
+  atomic_fetch_add(&dev->eng->events_live, 1);
+  return GPAR_OK;
+}
+
+/* The event whose completion implies op's: its own, or that of the later op on the same lane
+ * that covers it; NULL when its lane was synchronised (already complete). */
+gpar__event *gpar__op_done_event(const gpar__op *op) {
+  return op->event ? op->event : op->cover ? op->cover->event : NULL;
+}
+
+/* Make the lane wait on the producers' events, enqueue the work, record the op's event when
+ * someone needs it. */
+static void dispatch_one(gpar__device *dev, gpar__op *op, int need_event) {
+  const gpar__backend_ops *ops = dev->ops;
+  int tracing = dev->eng->tracing;
+  int st = GPAR_OK;
+  if (tracing) op->t_taken = gpar__now();
+  for (int i = 0; i < op->prods.n; i++) {
+    gpar__op *p = op->prods.v[i].op;
+    if (!(op->prods.v[i].flags & GPAR__EDGE_EVENT)) continue;
+    if (p->dev == dev && p->lane == op->lane) continue; /* same in-order lane: already ordered */
+    gpar__event *pe = gpar__op_done_event(p);
+    if (!pe) continue; /* the producer synchronised its lane: already complete */
+    int w = ops->event_wait(dev->bdev, op->lane, pe);
+    if (w != GPAR_OK && ops->event_sync(pe) != GPAR_OK && st == GPAR_OK) st = w;
+  }
+  if (tracing) {
+    op->t_dispatch = gpar__now();
+    if (ops->event_elapsed) record_event(dev, op, GPAR__EVENT_TIMING, &op->start_event);
+  }
+  if (op->kind == GPAR__OP_GEMM) op->u.gemm.no_event = !need_event;
+  if (st == GPAR_OK) st = atomic_load(&op->dep_failed) ? GPAR_EDEPFAILED : gpar__op_run(dev, op);
+  if (st != GPAR_OK) gpar__op_fail(op, st);
+  if (!need_event) { /* a later op of this group on the same lane covers it */
+    if (tracing) op->t_ran = gpar__now();
+    return;
+  }
+  int rec = record_event(dev, op, tracing && ops->event_elapsed ? GPAR__EVENT_TIMING : 0, &op->event);
+  if (rec != GPAR_OK) {
+    /* Without an event the lane is synchronised here, so consumers need not wait on it. */
+    gpar__op_fail(op, rec);
+    ops->lane_sync(dev->bdev, op->lane);
+  }
+  if (tracing) op->t_ran = gpar__now();
+}
+
+/* Which ops of a group need their own event: those with a consumer already linked on another
+ * lane or device, and the last op of the group on each lane, whose event then covers the
+ * others (an in-order lane completes them first). Consumers linked later wait on the cover. */
+static void plan_events_locked(gpar__device *dev, gpar__op *group, int *need, gpar__op **lane_last) {
+  int k = 0;
+  for (gpar__op *op = group; op; op = op->next, k++) {
+    need[k] = dev->eng->tracing;
+    lane_last[op->lane] = op;
+    for (int i = 0; i < op->succs.n && !need[k]; i++) {
+      const gpar__op *c = op->succs.v[i].op;
+      need[k] = (op->succs.v[i].flags & GPAR__EDGE_EVENT) && (c->dev != dev || c->lane != op->lane);
+    }
+  }
+}
+
+/* Mark a dispatched group: covers, then the successors waiting on these events (local ones
+ * are appended to *local_tail). */
+static void group_dispatched_locked(gpar__device *dev, gpar__op *group, gpar__op **lane_last, gpar__op ***local_tail) {
+  for (gpar__op *op = group; op; op = op->next) {
+    gpar__op *cover = lane_last[op->lane];
+    if (!op->event && cover != op && cover->event) {
+      op->cover = cover;
+      cover->refs++;
+    }
+    gpar__op_dispatched_locked(dev->eng, op, dev, local_tail);
+  }
+}
+
+/* Ops are taken from the ready queue in batches and dispatched a few at a time; a successor
+ * that this releases on the same device is dispatched next, ahead of the rest of the batch. So
+ * GEMM i's copy goes out right after GEMM i rather than after every queued GEMM, and the copy
+ * lane starts as early as it can (copy-bound pipelines). */
+#define GPAR__DISPATCH_GROUP 8
+static void *gpu_dispatcher(void *arg) {
+  gpar__device *dev = arg;
+  gpar_engine *eng = dev->eng;
+  gpar__in_op = 1;
+  if (dev->ops->bind_thread) dev->ops->bind_thread(dev->bdev);
+  gpar__op *todo;
+  while ((todo = gpar__queue_pop(&dev->ready, 1))) {
+    while (todo) {
+      gpar__op *group = todo, *last = todo;
+      for (int n = 1; n < GPAR__DISPATCH_GROUP && last->next; n++) last = last->next;
+      todo = last->next;
+      last->next = NULL;
+      int need[GPAR__DISPATCH_GROUP], k = 0;
+      gpar__op *lane_last[GPAR__NLANES] = {0};
+      pthread_mutex_lock(&eng->mu);
+      plan_events_locked(dev, group, need, lane_last);
+      pthread_mutex_unlock(&eng->mu);
+      for (gpar__op *op = group; op; op = op->next, k++) dispatch_one(dev, op, need[k] || lane_last[op->lane] == op);
+      gpar__op *local = NULL, **local_tail = &local;
+      pthread_mutex_lock(&eng->mu);
+      group_dispatched_locked(dev, group, lane_last, &local_tail);
+      pthread_mutex_unlock(&eng->mu);
+      *local_tail = todo;
+      todo = local;
+      gpar__completer_hand(dev, group);
+    }
+  }
+  return NULL;
+}
+
+/* ---------------------------------------------------------------- threads of a device */
+
+int gpar__device_start(gpar__device *dev) {
+  dev->nthreads = dev->ops->ordered_by_events ? 1 : dev->eng->cfg.host_threads;
+  dev->threads = calloc((size_t)dev->nthreads, sizeof *dev->threads);
+  if (!dev->threads) return GPAR_ENOMEM;
+  void *(*fn)(void *) = dev->ops->ordered_by_events ? gpu_dispatcher : host_worker;
+  for (int i = 0; i < dev->nthreads; i++)
+    if (pthread_create(&dev->threads[i], NULL, fn, dev)) {
+      dev->nthreads = i;
+      return gpar__errorf(GPAR_ENOMEM, "pthread_create failed");
+    }
+  if (dev->ops->ordered_by_events && pthread_create(&dev->completer, NULL, gpar__completer_main, dev)) {
+    dev->completer = 0;
+    return gpar__errorf(GPAR_ENOMEM, "pthread_create failed");
+  }
+  return GPAR_OK;
+}
+
+/* Stop and join a device's threads (nothing is in flight). */
+void gpar__device_join(gpar__device *dev) {
+  gpar__queue_stop(&dev->ready);
+  for (int i = 0; i < dev->nthreads; i++) pthread_join(dev->threads[i], NULL);
+  free(dev->threads);
+  dev->threads = NULL;
+  dev->nthreads = 0;
+  if (dev->completer) gpar__completer_stop(dev);
+  dev->completer = 0;
+}

@@ -1,0 +1,188 @@
+/* registry.c: the engine slots and the handles users hold to them. A gpar_engine pointer given
+ * to users is a token (serial << 7 | slot << 1 | 1), never a real address; engine serials count
+ * up from 1 and are never reused (at their end gpar_init fails rather than wrap). Every public
+ * call enters the engine it names and leaves it on return, so gpar_shutdown can wait until no
+ * call is inside before it frees anything. The slot fields above gpar_engine.slot (state,
+ * serial, callers, the lock) outlive each engine: stale handles may still read them. */
+#include <stddef.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+
+static struct gpar_engine gpar__engines[GPAR__MAX_ENGINES];
+static pthread_mutex_t gpar__registry_mu = PTHREAD_MUTEX_INITIALIZER;
+static unsigned gpar__next_engine;
+_Thread_local int gpar__in_op;
+
+/* Internal code passes real addresses of gpar__engines (even); users pass tokens (odd). */
+#define GPAR__TOKEN_SLOT_BITS 6
+#define GPAR__ENGINE_SERIAL_MAX ((uint64_t)(UINTPTR_MAX >> (GPAR__TOKEN_SLOT_BITS + 1)))
+_Static_assert(GPAR__MAX_ENGINES <= 1 << GPAR__TOKEN_SLOT_BITS, "engine slots fit the token");
+
+static pthread_once_t gpar__registry_once = PTHREAD_ONCE_INIT;
+static uint64_t gpar__engine_serial; /* last engine serial given (registry lock) */
+_Thread_local int gpar__depth;
+_Thread_local double gpar__t_call;
+
+static void registry_init(void) {
+  for (int i = 0; i < GPAR__MAX_ENGINES; i++) {
+    pthread_mutex_init(&gpar__engines[i].mu, NULL);
+    pthread_cond_init(&gpar__engines[i].retire_cv, NULL);
+  }
+}
+
+gpar_engine *gpar__engine_token(gpar_engine *eng) {
+  return (gpar_engine *)(uintptr_t)((atomic_load(&eng->serial) << (GPAR__TOKEN_SLOT_BITS + 1)) |
+                                    ((uintptr_t)(eng - gpar__engines) << 1) | 1u);
+}
+
+/* Decode a token or an internal pointer; *serial 0 for internal pointers. */
+static gpar_engine *engine_decode(gpar_engine *e, uint64_t *serial, int *status) {
+  uintptr_t p = (uintptr_t)e, base = (uintptr_t)gpar__engines;
+  *serial = 0;
+  if (!e) {
+    *status = gpar__errorf(GPAR_EINVAL, "engine is NULL");
+    return NULL;
+  }
+  if (p & 1) {
+    *serial = (uint64_t)(p >> (GPAR__TOKEN_SLOT_BITS + 1));
+    unsigned slot = (unsigned)(p >> 1) & ((1u << GPAR__TOKEN_SLOT_BITS) - 1);
+    if (slot < GPAR__MAX_ENGINES && *serial) return &gpar__engines[slot];
+  } else if (p >= base && p < base + sizeof gpar__engines && (p - base) % sizeof gpar__engines[0] == 0) {
+    return e;
+  }
+  *status = gpar__errorf(GPAR_EINVAL, "not an engine handle");
+  return NULL;
+}
+
+/* May a call enter an engine in this state? */
+static int state_admits(int state) {
+  return state == GPAR__ENG_OPEN || (state == GPAR__ENG_CLOSING && (gpar__in_op || gpar__depth > 0));
+}
+
+static gpar_engine *engine_enter(gpar_engine *eng, uint64_t serial, int *status) {
+  atomic_fetch_add(&eng->callers, 1);
+  int state = atomic_load(&eng->state);
+  uint64_t cur = atomic_load(&eng->serial);
+  if (state_admits(state) && (!serial || serial == cur)) {
+    if (gpar__depth++ == 0 && eng->tracing) gpar__t_call = gpar__now();
+    *status = GPAR_OK;
+    return eng;
+  }
+  atomic_fetch_sub(&eng->callers, 1);
+  if (serial > cur)
+    *status = gpar__errorf(GPAR_EINVAL, "not an engine handle");
+  else if (serial == cur && (state == GPAR__ENG_CLOSING || state == GPAR__ENG_CLOSED))
+    *status = gpar__errorf(GPAR_ESHUTDOWN, "engine is shutting down");
+  else
+    *status = gpar__errorf(GPAR_ESHUTDOWN, "engine is shut down");
+  return NULL;
+}
+
+gpar_engine *gpar__engine_enter(gpar_engine *e, int *status) {
+  uint64_t serial;
+  gpar_engine *eng = engine_decode(e, &serial, status);
+  if (!eng) return NULL;
+  if (!serial) serial = atomic_load(&eng->serial);
+  return engine_enter(eng, serial, status);
+}
+
+gpar_engine *gpar__engine_enter_buf(gpar_buffer h, int *status) {
+  uint64_t s = h.id >> 32;
+  if (h.id == 0) {
+    *status = gpar__errorf(GPAR_EBADBUF, "null buffer handle");
+    return NULL;
+  }
+  if (s == 0 || s > GPAR__MAX_ENGINES || !h.serial) {
+    *status = gpar__errorf(GPAR_EBADBUF, "not a buffer handle");
+    return NULL;
+  }
+  gpar_engine *eng = &gpar__engines[s - 1];
+  atomic_fetch_add(&eng->callers, 1);
+  int state = atomic_load(&eng->state);
+  if (state_admits(state) && h.serial >= atomic_load(&eng->first_buf_serial)) {
+    if (gpar__depth++ == 0 && eng->tracing) gpar__t_call = gpar__now();
+    *status = GPAR_OK;
+    return eng;
+  }
+  atomic_fetch_sub(&eng->callers, 1);
+  if ((state == GPAR__ENG_CLOSING || state == GPAR__ENG_CLOSED) && h.serial >= atomic_load(&eng->first_buf_serial))
+    *status = gpar__errorf(GPAR_ESHUTDOWN, "buffer handle: its engine is shutting down");
+  else
+    *status = gpar__errorf(GPAR_EBADBUF, "buffer handle: its engine is shut down or unknown");
+  return NULL;
+}
+
+void gpar__engine_leave(gpar_engine *eng) {
+  gpar__depth--;
+  atomic_fetch_sub(&eng->callers, 1);
+}
+
+gpar_engine *gpar__engine_check(gpar_engine *e, int *status) {
+  gpar_engine *eng = gpar__engine_enter(e, status);
+  if (eng) gpar__engine_leave(eng);
+  return eng;
+}
+
+GPAR_API void gpar__test_set_serials(uint64_t next_engine, uint64_t next_buffer) {
+  pthread_once(&gpar__registry_once, registry_init);
+  pthread_mutex_lock(&gpar__registry_mu);
+  if (next_engine) gpar__engine_serial = next_engine - 1;
+  if (next_buffer) gpar__buf_serial_set(next_buffer);
+  pthread_mutex_unlock(&gpar__registry_mu);
+}
+
+
+gpar_engine *gpar__engine_at(uint64_t s) { return s < GPAR__MAX_ENGINES ? &gpar__engines[s] : NULL; }
+
+/* Claim a free slot with a fresh serial (registry lock); NULL with *status on failure. */
+gpar_engine *gpar__engine_claim(int *status) {
+  pthread_once(&gpar__registry_once, registry_init);
+  pthread_mutex_lock(&gpar__registry_mu);
+  gpar_engine *eng = NULL;
+  if (gpar__engine_serial >= GPAR__ENGINE_SERIAL_MAX) {
+    pthread_mutex_unlock(&gpar__registry_mu);
+    *status = gpar__errorf(GPAR_ENOMEM, "gpar_init: engine serials used up (%llu engines)",
+                           (unsigned long long)GPAR__ENGINE_SERIAL_MAX);
+    return NULL;
+  }
+  for (unsigned i = 0; i < GPAR__MAX_ENGINES && !eng; i++) {
+    unsigned s = (gpar__next_engine + i) % GPAR__MAX_ENGINES;
+    if (atomic_load(&gpar__engines[s].state) == GPAR__ENG_FREE) {
+      eng = &gpar__engines[s];
+      gpar__next_engine = s + 1;
+    }
+  }
+  if (eng) {
+    memset(&eng->slot, 0, sizeof *eng - offsetof(gpar_engine, slot));
+    eng->slot = (int)(eng - gpar__engines);
+    atomic_store(&eng->serial, ++gpar__engine_serial);
+    atomic_store(&eng->first_buf_serial, gpar__buf_serial_last() + 1);
+    atomic_store(&eng->state, GPAR__ENG_INIT);
+  }
+  pthread_mutex_unlock(&gpar__registry_mu);
+  if (!eng) *status = gpar__errorf(GPAR_ENOMEM, "gpar_init: more than %d engines alive", GPAR__MAX_ENGINES);
+  return eng;
+}
+
+void gpar__engine_release_slot(gpar_engine *eng) {
+  pthread_mutex_lock(&gpar__registry_mu);
+  atomic_store(&eng->state, GPAR__ENG_FREE);
+  pthread_mutex_unlock(&gpar__registry_mu);
+}
+
+/* Shutdown's first step: only one caller moves an open engine to CLOSING. */
+int gpar__engine_begin_close(gpar_engine *eng) {
+  int open = GPAR__ENG_OPEN;
+  if (atomic_compare_exchange_strong(&eng->state, &open, GPAR__ENG_CLOSING)) return GPAR_OK;
+  return gpar__errorf(GPAR_ESHUTDOWN, "engine is shutting down");
+}
+
+/* Wait until no public call is inside the engine (it is CLOSED: none can enter). */
+void gpar__engine_wait_callers(gpar_engine *eng) {
+  while (atomic_load(&eng->callers) > 0) {
+    struct timespec ts = {0, 50000};
+    nanosleep(&ts, NULL);
+  }
+}
