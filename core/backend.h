@@ -172,6 +172,15 @@ typedef struct gpar__backend_ops {
   void (*comm_destroy)(void *comm);
   /* CPU reduction for staged collectives (host backend). */
   int (*reduce)(gpar__bdev *dev, const gpar__reduce_args *a);
+  /* Graphs (optional; from the device's dispatcher thread). graph_begin starts capturing the
+   * work enqueued on `lane` and on every lane that waits on an event recorded there; the core
+   * joins those lanes back into `lane` before graph_end, which ends the capture and, when graph
+   * is not NULL, instantiates it (*graph: an opaque executable graph). graph_launch enqueues a
+   * whole executable graph on the lane; graph_destroy (any thread) frees one no longer running. */
+  int (*graph_begin)(gpar__bdev *dev, int lane);
+  int (*graph_end)(gpar__bdev *dev, int lane, void **graph);
+  int (*graph_launch)(gpar__bdev *dev, int lane, void *graph);
+  void (*graph_destroy)(gpar__bdev *dev, void *graph);
 } gpar__backend_ops;
 
 /* The backends compiled in (each defined in its folder; listed by core/backends.c). */

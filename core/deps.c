@@ -135,6 +135,7 @@ void gpar__op_fail(gpar__op *op, int st) {
 
 static void make_ready_locked(gpar__op *op) {
   gpar__op_set_state(op, GPAR__ST_READY);
+  if (op->dev->eng->tracing) op->t_ready = gpar__now();
   gpar__queue_push(&op->dev->ready, op);
 }
 
@@ -144,7 +145,8 @@ static int edge_on_device(const gpar__op *p, const gpar__op *c) {
   const gpar__device *pd = p->dev, *cd = c->dev;
   /* A backend whose host-to-device copies may read host memory when enqueued (NVIDIA's OpenCL
    * stages the source at enqueue) cannot order that read behind an event: wait for retirement. */
-  if (c->kind == GPAR__OP_COPY && c->u.copy.kind == GPAR__COPY_H2D && cd->ops->h2d_reads_at_enqueue) return 0;
+  if ((c->kind == GPAR__OP_COPY && c->u.copy.kind == GPAR__COPY_H2D) || c->kind == GPAR__OP_GRAPH)
+    if (cd->ops->h2d_reads_at_enqueue) return 0;
   return pd->ops == cd->ops && pd->ops->ordered_by_events &&
          (pd == cd || pd->ops->can_wait(pd->be, pd->bidx, cd->bidx));
 }
@@ -165,7 +167,7 @@ static int add_edge_locked(gpar__op *p, gpar__op *c, int data) {
   p->refs++;
   c->unretired++;
   if (!(flags & GPAR__EDGE_EVENT) || p->state < GPAR__ST_DISPATCHED) c->unmet++;
-  if (p->state >= GPAR__ST_DISPATCHED && p->status != GPAR_OK && data) atomic_store(&c->dep_failed, 1);
+  if (p->state >= GPAR__ST_DISPATCHED && data && gpar__op_fails_reader(p, c)) atomic_store(&c->dep_failed, 1);
   return GPAR_OK;
 }
 
@@ -203,6 +205,7 @@ int gpar__op_submit_locked(gpar_engine *eng, gpar__op *op, int keep) {
     gpar__op_discard_locked(eng, op);
     return gpar__errorf(GPAR_ESHUTDOWN, "engine is shut down");
   }
+  if (gpar__graph_recording(eng)) return gpar__graph_record_locked(eng, op); /* graph.c */
   op->refs = 1 + (keep ? 1 : 0);
   gpar__op_set_state(op, GPAR__ST_WAITING);
   op->seq = ++eng->seq;
@@ -215,6 +218,7 @@ int gpar__op_submit_locked(gpar_engine *eng, gpar__op *op, int keep) {
   eng->inflight_tail = op;
   eng->stats.ops_submitted++;
   eng->stats.ops_in_flight++;
+  if (eng->tracing) op->t_call = gpar__depth ? gpar__t_call : gpar__now();
   for (int i = 0; i < op->nacc && st == GPAR_OK; i++) {
     gpar__access *a = op_access(op, i);
     gpar__buf *b = a->buf;
@@ -242,6 +246,7 @@ int gpar__op_submit_locked(gpar_engine *eng, gpar__op *op, int keep) {
     op->errmsg = strdup(gpar__error_msg());
     atomic_store(&op->dep_failed, 1);
   }
+  if (eng->tracing) op->t_submit = gpar__now();
   if (op->unmet == 0) make_ready_locked(op);
   return GPAR_OK;
 }
@@ -262,10 +267,11 @@ static void release_succs_locked(gpar__op *op, int retired, gpar__device *local,
   for (int i = 0; i < op->succs.n; i++) {
     gpar__op *c = op->succs.v[i].op;
     int flags = op->succs.v[i].flags;
-    if (op->status != GPAR_OK && (flags & GPAR__EDGE_DATA)) atomic_store(&c->dep_failed, 1);
+    if ((flags & GPAR__EDGE_DATA) && gpar__op_fails_reader(op, c)) atomic_store(&c->dep_failed, 1);
     if ((flags & GPAR__EDGE_EVENT ? 0 : 1) == retired && --c->unmet == 0) {
       if (c->dev == local) { /* the dispatcher runs it next, ahead of its batch */
         gpar__op_set_state(c, GPAR__ST_READY);
+        if (local->eng->tracing) c->t_ready = gpar__now();
         c->next = NULL;
         **local_tail = c;
         *local_tail = &c->next;
@@ -296,9 +302,10 @@ static void retire_one_locked(gpar_engine *eng, gpar__op *op, gpar__op **work) {
     gpar__buf *b = a->buf;
     if (a->mode & GPAR__WRITE) {
       if (b->writer == op) b->writer = NULL;
-      b->status = op->status;
+      const char *msg; /* a graph launch's op: the status its ops left on b */
+      b->status = gpar__op_write_status(op, b, &msg);
       free(b->errmsg);
-      b->errmsg = op->errmsg ? strdup(op->errmsg) : NULL;
+      b->errmsg = msg ? strdup(msg) : NULL;
     } else {
       buf_remove_reader_locked(b, op);
     }
@@ -323,7 +330,7 @@ static void retire_one_locked(gpar_engine *eng, gpar__op *op, gpar__op **work) {
     }
   }
   release_succs_locked(op, 1, NULL, NULL, work);
-  if (eng->tracing) gpar__trace_op_locked(eng, op);
+  if (eng->tracing) gpar__trace_op_locked(eng, op, gpar__now());
   if (op->staging) {
     gpar__pinned_free(&eng->pinned, op->staging);
     op->staging = NULL;
@@ -338,6 +345,7 @@ void gpar__op_complete_locked(gpar_engine *eng, gpar__op *op, int status) {
     op->errmsg = strdup(gpar__error_msg());
   }
   gpar__op_set_state(op, GPAR__ST_DONE);
+  if (eng->tracing) op->t_seen = gpar__now();
   if (op->unretired) return;
   gpar__op *work = op;
   op->next = NULL;

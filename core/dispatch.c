@@ -41,6 +41,8 @@ int gpar__op_run(gpar__device *dev, gpar__op *op) {
   case GPAR__OP_REDUCE:
   case GPAR__OP_COLL:
     return gpar__comm_exec(dev, op);
+  case GPAR__OP_GRAPH:
+    return gpar__graph_exec(dev, op);
   }
   return gpar__errorf(GPAR_ENOTSUP, "unknown op kind %d", op->kind);
 }
@@ -55,9 +57,9 @@ static void *host_worker(void *arg) {
   gpar__op *op;
   while ((op = gpar__queue_pop(&dev->ready, 0))) {
     int st = GPAR_EDEPFAILED;
-    if (eng->tracing) op->t_start = gpar__now();
+    if (eng->tracing) op->t_taken = op->t_start = gpar__now();
     if (!atomic_load(&op->dep_failed)) st = gpar__op_run(dev, op);
-    if (eng->tracing) op->t_end = gpar__now();
+    if (eng->tracing) op->t_ran = op->t_end = gpar__now();
     pthread_mutex_lock(&eng->mu);
     if (st != GPAR_OK) gpar__op_fail(op, st);
     gpar__op_set_state(op, GPAR__ST_DISPATCHED);
@@ -92,6 +94,7 @@ static void dispatch_one(gpar__device *dev, gpar__op *op, int need_event) {
   const gpar__backend_ops *ops = dev->ops;
   int tracing = dev->eng->tracing;
   int st = GPAR_OK;
+  if (tracing) op->t_taken = gpar__now();
   for (int i = 0; i < op->prods.n; i++) {
     gpar__op *p = op->prods.v[i].op;
     if (!(op->prods.v[i].flags & GPAR__EDGE_EVENT)) continue;
@@ -113,13 +116,17 @@ static void dispatch_one(gpar__device *dev, gpar__op *op, int need_event) {
   if (st == GPAR_OK)
     st = atomic_load(&op->dep_failed) && op->kind != GPAR__OP_COLL ? GPAR_EDEPFAILED : gpar__op_run(dev, op);
   if (st != GPAR_OK) gpar__op_fail(op, st);
-  if (!need_event) return; /* a later op of this group on the same lane covers it */
+  if (!need_event) { /* a later op of this group on the same lane covers it */
+    if (tracing) op->t_ran = gpar__now();
+    return;
+  }
   int rec = record_event(dev, op, tracing && ops->event_elapsed ? GPAR__EVENT_TIMING : 0, &op->event);
   if (rec != GPAR_OK) {
     /* Without an event the lane is synchronised here, so consumers need not wait on it. */
     gpar__op_fail(op, rec);
     ops->lane_sync(dev->bdev, op->lane);
   }
+  if (tracing) op->t_ran = gpar__now();
 }
 
 /* Which ops of a group need their own event: those with a consumer already linked on another

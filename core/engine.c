@@ -188,7 +188,7 @@ GPAR_API int gpar_init(gpar_engine **out, const gpar_config *cfg) {
   gpar__set_quiet(eng->cfg.quiet);
   const char *fault = NULL;
   config_from_env(NULL, &fault);
-  eng->tracing = eng->cfg.trace_path != NULL;
+  eng->tracing = !eng->cfg.trace_path ? 0 : *eng->cfg.trace_path ? 2 : 1; /* "": breakdown, no file */
   eng->t0 = gpar__now();
 
   st = GPAR_OK;
@@ -250,7 +250,8 @@ GPAR_API int gpar_shutdown(gpar_engine *e) {
   pthread_mutex_unlock(&eng->mu);
   gpar__engine_leave(eng);
   gpar__engine_wait_callers(eng);
-  if (eng->tracing) gpar__trace_write(eng);
+  gpar__graph_shutdown(eng); /* graph.c: its graphs, their buffers and backend graphs */
+  if (eng->tracing == 2) gpar__trace_write(eng);
   engine_free_resources(eng);
   gpar__engine_release_slot(eng);
   return st;
@@ -312,6 +313,7 @@ GPAR_API int gpar_stats_get(gpar_engine *e, gpar_stats *stats) {
   stats->pinned_bytes_pool = eng->pinned.held;
   pthread_mutex_unlock(&eng->pinned.mu);
   stats->events_live = (uint64_t)atomic_load(&eng->events_live);
+  stats->graph_native_launches = atomic_load(&eng->graph_native);
   gpar__engine_leave(eng);
   return GPAR_OK;
 }

@@ -33,9 +33,11 @@
 typedef struct gpar__op gpar__op;
 typedef struct gpar__buf gpar__buf;
 typedef struct gpar__device gpar__device;
+typedef struct gpar__graph_part gpar__graph_part;
 
-/* Access modes of an op on a buffer. */
-enum { GPAR__READ = 1, GPAR__WRITE = 2 };
+/* Access modes of an op on a buffer. A graph launch's op also marks, per buffer it writes,
+ * how the last recorded op writing it ended (graph.c). */
+enum { GPAR__READ = 1, GPAR__WRITE = 2, GPAR__WRITE_FAILED = 4, GPAR__WRITE_SKIPPED = 8 };
 
 /* Edge flags between a producer and a consumer op. */
 enum {
@@ -52,7 +54,8 @@ enum {
   GPAR__OP_USER,   /* u.user */
   GPAR__OP_NOP,    /* orders only (e.g. release of a staging buffer) */
   GPAR__OP_REDUCE, /* u.reduce: CPU reduction of a staged collective (comm.c) */
-  GPAR__OP_COLL    /* u.coll: one member's part of a backend collective (comm.c) */
+  GPAR__OP_COLL,   /* u.coll: one member's part of a backend collective (comm.c) */
+  GPAR__OP_GRAPH   /* u.graph: one part of a graph launch (graph.c) */
 };
 
 /* Op lifecycle (engine lock). Each step goes to the next state only (asserted). */
@@ -112,6 +115,9 @@ struct gpar__op {
   size_t staging_bytes;
   char *errmsg;        /* detail of a failure */
   double t_submit, t_dispatch, t_start, t_end; /* seconds, tracing */
+  /* Host-time breakdown (tracing): public call entered, ready, taken by a worker or dispatcher,
+   * run finished, completion seen under the engine lock. */
+  double t_call, t_ready, t_taken, t_ran, t_seen;
   union {
     gpar__copy_args copy;
     struct { void *mem; size_t off, bytes; unsigned char value; } fill;
@@ -119,6 +125,7 @@ struct gpar__op {
     struct { gpar_user_fn fn; void *arg; } user;
     gpar__reduce_args reduce; /* src/dst arrays malloc'd, freed with the op */
     gpar__coll_args coll;
+    struct { gpar__graph_part *part; int partial; } graph; /* partial: per-buffer failure marks */
   } u;
 };
 
@@ -195,6 +202,7 @@ typedef struct gpar__trace_rec {
   const char *name;
   int dev, lane;
   double ts, dur, submit;
+  float phase[5]; /* microseconds: submit, hand-off, dispatch, completion, retire */
 } gpar__trace_rec;
 
 enum {
@@ -250,9 +258,12 @@ struct gpar_engine {
   char *first_errmsg;
   gpar_stats stats;
   atomic_long events_live;
+  atomic_ulong graph_native;    /* graph parts launched as a backend graph (graph.c) */
   gpar__pinned_pool pinned;
   /* tracing */
-  int tracing;
+  int tracing;                  /* 1: per-op timestamps (breakdown), 2: also a trace file */
+  double bd_sum[5];             /* breakdown sums (seconds), engine lock */
+  uint64_t bd_ops;
   gpar__trace_rec *trace;
   size_t ntrace, captrace;
   double t0;
@@ -280,6 +291,7 @@ GPAR__HIDDEN int gpar__engine_begin_close(gpar_engine *eng);
 GPAR__HIDDEN void gpar__engine_wait_callers(gpar_engine *eng);
 GPAR__HIDDEN extern _Thread_local int gpar__in_op;
 GPAR__HIDDEN extern _Thread_local int gpar__depth; /* entered public calls on this thread */
+GPAR__HIDDEN extern _Thread_local double gpar__t_call; /* when this thread's public call entered (tracing) */
 /* Test hook (exported, not in gpar.h): set the next engine and buffer serials, to test the
  * handle checks at the counters' end without running 2^57 lifetimes. */
 GPAR_API void gpar__test_set_serials(uint64_t next_engine, uint64_t next_buffer);
@@ -355,6 +367,35 @@ GPAR__HIDDEN int gpar__wait_op(gpar_engine *eng, gpar__op *op);
 GPAR__HIDDEN int gpar__comm_exec(gpar__device *dev, gpar__op *op);
 GPAR__HIDDEN void gpar__comm_op_free(gpar__op *op);
 GPAR__HIDDEN void gpar__comm_watch(gpar__device *dev, gpar__op *op);
+/* graph.c: the calling thread's recording (record hook in gpar__op_submit). */
+typedef struct gpar__rec_state {
+  gpar_engine *eng;
+  uint64_t serial; /* the engine's lifetime when recording began */
+  struct gpar_graph *g;
+} gpar__rec_state;
+GPAR__HIDDEN extern _Thread_local gpar__rec_state gpar__rec;
+/* 1 when the calling thread records a graph on eng: its submits are recorded, waits refused. */
+static inline int gpar__graph_recording(gpar_engine *eng) {
+  return gpar__rec.g && gpar__rec.eng == eng && gpar__rec.serial == atomic_load(&eng->serial);
+}
+GPAR__HIDDEN int gpar__graph_record_locked(gpar_engine *eng, gpar__op *op);
+GPAR__HIDDEN int gpar__graph_write_status(const gpar__op *op, const gpar__buf *b, const char **msg);
+GPAR__HIDDEN int gpar__graph_fails_reader(const gpar__op *op, const gpar__op *c);
+GPAR__HIDDEN int gpar__graph_wait_buf(gpar_engine *eng, gpar__op *w, const gpar__buf *b);
+/* The status op leaves on buffer b that it writes, and its message (may be NULL). A graph
+ * launch's op that failed inside leaves it only on the buffers its failed ops wrote. */
+static inline int gpar__op_write_status(const gpar__op *op, const gpar__buf *b, const char **msg) {
+  if (op->kind == GPAR__OP_GRAPH && op->u.graph.partial) return gpar__graph_write_status(op, b, msg);
+  *msg = op->errmsg;
+  return op->status;
+}
+/* Whether consumer c, linked behind op by a data edge, reads what op failed to produce. */
+static inline int gpar__op_fails_reader(const gpar__op *op, const gpar__op *c) {
+  return op->status != GPAR_OK &&
+         (op->kind != GPAR__OP_GRAPH || !op->u.graph.partial || gpar__graph_fails_reader(op, c));
+}
+GPAR__HIDDEN int gpar__graph_exec(gpar__device *dev, gpar__op *op);
+GPAR__HIDDEN void gpar__graph_shutdown(gpar_engine *eng);
 
 /* pinned.c */
 /* Pick the provider and the registering backends among eng's open devices (env
@@ -365,7 +406,7 @@ GPAR__HIDDEN void gpar__pinned_free(gpar__pinned_pool *p, void *ptr);
 GPAR__HIDDEN void gpar__pinned_destroy(gpar__pinned_pool *p);
 
 /* trace.c */
-GPAR__HIDDEN void gpar__trace_op_locked(gpar_engine *eng, gpar__op *op);
+GPAR__HIDDEN void gpar__trace_op_locked(gpar_engine *eng, gpar__op *op, double t_retired);
 GPAR__HIDDEN void gpar__trace_write(gpar_engine *eng);
 
 /* error.c */

@@ -41,7 +41,7 @@ int gpar__op_access_locked(gpar_engine *eng, gpar__op *op, gpar__buf *b, int mod
 /* Submit a built op. In synchronous mode, outside ops, *sync gets a reference to wait on
  * (gpar__sync_wait) once the engine lock is released. */
 int gpar__submit_locked(gpar_engine *eng, gpar__op *op, gpar__op **sync) {
-  int keep = eng->cfg.synchronous && !gpar__in_op;
+  int keep = eng->cfg.synchronous && !gpar__in_op && !gpar__graph_recording(eng);
   int st = gpar__op_submit_locked(eng, op, keep);
   if (st == GPAR_OK && keep) *sync = op;
   return st;

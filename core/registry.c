@@ -23,6 +23,7 @@ _Static_assert(GPAR__MAX_ENGINES <= 1 << GPAR__TOKEN_SLOT_BITS, "engine slots fi
 static pthread_once_t gpar__registry_once = PTHREAD_ONCE_INIT;
 static uint64_t gpar__engine_serial; /* last engine serial given (registry lock) */
 _Thread_local int gpar__depth;
+_Thread_local double gpar__t_call;
 
 static void registry_init(void) {
   for (int i = 0; i < GPAR__MAX_ENGINES; i++) {
@@ -65,7 +66,7 @@ static gpar_engine *engine_enter(gpar_engine *eng, uint64_t serial, int *status)
   int state = atomic_load(&eng->state);
   uint64_t cur = atomic_load(&eng->serial);
   if (state_admits(state) && (!serial || serial == cur)) {
-    gpar__depth++;
+    if (gpar__depth++ == 0 && eng->tracing) gpar__t_call = gpar__now();
     *status = GPAR_OK;
     return eng;
   }
@@ -101,7 +102,7 @@ gpar_engine *gpar__engine_enter_buf(gpar_buffer h, int *status) {
   atomic_fetch_add(&eng->callers, 1);
   int state = atomic_load(&eng->state);
   if (state_admits(state) && h.serial >= atomic_load(&eng->first_buf_serial)) {
-    gpar__depth++;
+    if (gpar__depth++ == 0 && eng->tracing) gpar__t_call = gpar__now();
     *status = GPAR_OK;
     return eng;
   }

@@ -1,7 +1,9 @@
-/* trace.c: op tracing (gpar_config.trace_path / GPAR_TRACE). Each retired op leaves one record:
- * name, device, lane, submit time and start/end times, from device timing events where the
- * backend has them (else the host times of dispatch and observed completion). gpar_shutdown
- * writes them as Chrome trace-event JSON, one event per line, one track per device and lane. */
+/* trace.c: op tracing (gpar_config.trace_path / GPAR_TRACE). Each retired op adds its host-time
+ * breakdown (submit, hand-off, dispatch, completion, retire) to the engine's sums
+ * (gpar_breakdown_get) and, with a trace file, leaves one record: name, device, lane, submit
+ * time and start/end times, from device timing events where the backend has them (else the
+ * host times of dispatch and observed completion), and its breakdown. gpar_shutdown writes the
+ * records as Chrome trace-event JSON, one event per line, one track per device and lane. */
 #include <stdlib.h>
 
 #include "internal.h"
@@ -9,7 +11,12 @@
 static const char *const gpar__lane_names[GPAR__NLANES] = {"compute", "h2d", "d2h", "peer"};
 
 /* Record a retiring op (engine lock held). */
-void gpar__trace_op_locked(gpar_engine *eng, gpar__op *op) {
+void gpar__trace_op_locked(gpar_engine *eng, gpar__op *op, double t_retired) {
+  const double phase[5] = {op->t_submit - op->t_call, op->t_taken - op->t_ready, op->t_ran - op->t_taken,
+                           op->t_seen - op->t_ran, t_retired - op->t_seen};
+  for (int i = 0; i < 5; i++) eng->bd_sum[i] += phase[i];
+  eng->bd_ops++;
+  if (eng->tracing < 2) return;
   if (eng->ntrace == eng->captrace) {
     size_t cap = eng->captrace ? eng->captrace * 2 : 4096;
     gpar__trace_rec *t = realloc(eng->trace, sizeof *t * cap);
@@ -37,6 +44,7 @@ void gpar__trace_op_locked(gpar_engine *eng, gpar__op *op) {
   r->submit = (op->t_submit - eng->t0) * 1e6;
   r->ts = (start - eng->t0) * 1e6;
   r->dur = (end - start) * 1e6;
+  for (int i = 0; i < 5; i++) r->phase[i] = (float)(phase[i] * 1e6);
 }
 
 void gpar__trace_write(gpar_engine *eng) {
@@ -59,10 +67,38 @@ void gpar__trace_write(gpar_engine *eng) {
     const gpar__trace_rec *r = &eng->trace[i];
     fprintf(f,
             "{\"name\":\"%s\",\"cat\":\"op\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
-            "\"args\":{\"submit_us\":%.3f}}%s\n",
-            r->name, r->dev, r->lane, r->ts, r->dur, r->submit, i + 1 < eng->ntrace ? "," : "");
+            "\"args\":{\"submit_us\":%.3f,\"host_us\":{\"submit\":%.3f,\"handoff\":%.3f,\"dispatch\":%.3f,"
+            "\"complete\":%.3f,\"retire\":%.3f}}}%s\n",
+            r->name, r->dev, r->lane, r->ts, r->dur, r->submit, r->phase[0], r->phase[1], r->phase[2], r->phase[3],
+            r->phase[4], i + 1 < eng->ntrace ? "," : "");
   }
   pthread_mutex_unlock(&eng->mu);
   fputs("]\n", f);
   fclose(f);
+}
+
+GPAR_API int gpar_breakdown_get(gpar_engine *e, gpar_breakdown *bd, int reset) {
+  int st;
+  gpar_engine *eng = gpar__engine_enter(e, &st);
+  if (!eng) return st;
+  if (!bd) {
+    gpar__engine_leave(eng);
+    return gpar__errorf(GPAR_EINVAL, "gpar_breakdown_get: bd is NULL");
+  }
+  pthread_mutex_lock(&eng->mu);
+  double n = eng->bd_ops ? (double)eng->bd_ops : 1.0;
+  bd->ops = eng->bd_ops;
+  bd->submit_us = eng->bd_sum[0] / n * 1e6;
+  bd->handoff_us = eng->bd_sum[1] / n * 1e6;
+  bd->dispatch_us = eng->bd_sum[2] / n * 1e6;
+  bd->complete_us = eng->bd_sum[3] / n * 1e6;
+  bd->retire_us = eng->bd_sum[4] / n * 1e6;
+  if (reset) {
+    eng->bd_ops = 0;
+    for (int i = 0; i < 5; i++) eng->bd_sum[i] = 0;
+  }
+  st = eng->tracing ? GPAR_OK : gpar__errorf(GPAR_ENOTSUP, "gpar_breakdown_get: tracing is off (set trace_path)");
+  pthread_mutex_unlock(&eng->mu);
+  gpar__engine_leave(eng);
+  return st;
 }

@@ -267,6 +267,8 @@ static int read_begin_locked(gpar_engine *eng, gpar_buffer src, size_t off, void
   if (st == GPAR_OK) st = gpar__check_range(b, off, bytes, "gpar_read");
   if (st == GPAR_OK && !user_ptr) st = gpar__errorf(GPAR_EINVAL, "gpar_read: user pointer is NULL");
   if (st == GPAR_OK && gpar__in_op) st = gpar__errorf(GPAR_EDEADLK, "gpar_read called from inside an operation");
+  if (st == GPAR_OK && gpar__graph_recording(eng))
+    st = gpar__errorf(GPAR_ERECORDING, "gpar_read called while this thread records a graph");
   if (st) return st;
   if (b->host_memory) return read_chunk_locked(eng, b, off, user_ptr, bytes, op);
   b->pending++;

@@ -20,16 +20,21 @@ int gpar__wait_op(gpar_engine *eng, gpar__op *op) {
 }
 
 /* The buffer's pending writer with a reference for gpar__wait_op, or NULL and its status. */
-static gpar__op *buf_writer_locked(gpar_engine *eng, gpar_buffer h, int *st) {
+static gpar__op *buf_writer_locked(gpar_engine *eng, gpar_buffer h, int *st, gpar__buf **wb) {
   gpar__buf *b;
   if ((*st = gpar__buf_get_locked(eng, h, &b))) return NULL;
   if (gpar__in_op) {
     *st = gpar__errorf(GPAR_EDEADLK, "gpar_wait called from inside an operation");
     return NULL;
   }
+  if (gpar__graph_recording(eng)) {
+    *st = gpar__errorf(GPAR_ERECORDING, "gpar_wait called while this thread records a graph");
+    return NULL;
+  }
   gpar__op *w = b->writer;
   if (w) {
     w->refs++;
+    *wb = b;
     return w;
   }
   *st = b->status;
@@ -42,9 +47,10 @@ GPAR_API int gpar_wait(gpar_buffer handle) {
   gpar_engine *eng = gpar__engine_enter_buf(handle, &st);
   if (!eng) return st;
   pthread_mutex_lock(&eng->mu);
-  gpar__op *w = buf_writer_locked(eng, handle, &st);
+  gpar__buf *b = NULL;
+  gpar__op *w = buf_writer_locked(eng, handle, &st, &b);
   pthread_mutex_unlock(&eng->mu);
-  if (w) st = gpar__wait_op(eng, w);
+  if (w) st = w->kind == GPAR__OP_GRAPH ? gpar__graph_wait_buf(eng, w, b) : gpar__wait_op(eng, w); /* graph.c: its status on b */
   gpar__engine_leave(eng);
   return st;
 }
@@ -53,8 +59,9 @@ GPAR_API int gpar_wait_all(gpar_engine *e) {
   int st;
   gpar_engine *eng = gpar__engine_enter(e, &st);
   if (!eng) return st;
-  if (gpar__in_op) {
+  if (gpar__in_op || gpar__graph_recording(eng)) {
     gpar__engine_leave(eng);
+    if (!gpar__in_op) return gpar__errorf(GPAR_ERECORDING, "gpar_wait_all called while this thread records a graph");
     return gpar__errorf(GPAR_EDEADLK, "gpar_wait_all called from inside an operation");
   }
   pthread_mutex_lock(&eng->mu);

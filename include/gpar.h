@@ -50,7 +50,8 @@ extern "C" {
   X(EBACKEND, -12, "device or vendor library error")                                \
   X(ESHUTDOWN, -13, "engine is shut down")                                          \
   X(EFAULT, -14, "injected fault")                                                  \
-  X(ETIMEDOUT, -15, "timed out")
+  X(ETIMEDOUT, -15, "timed out")                                                    \
+  X(ERECORDING, -16, "not allowed while this thread records a graph")
 
 /* Every call that can fail returns one of these (GPAR_OK is zero, errors are negative). */
 typedef enum {
@@ -87,7 +88,7 @@ typedef struct gpar_config {
   int host_threads;     /* CPU worker threads; 0: one per core. env GPAR_HOST_THREADS */
   int tf32;             /* 1: allow TF32 tensor-core math for sgemm on GPUs. env GPAR_TF32 */
   unsigned backends;    /* bit mask of GPAR_BACKEND_*; 0: all built. env GPAR_BACKENDS=host,cuda,opencl */
-  const char *trace_path; /* non-NULL: write a Chrome trace-event JSON here at shutdown. env GPAR_TRACE */
+  const char *trace_path; /* non-NULL: write a Chrome trace-event JSON here at shutdown ("": time ops, no file). env GPAR_TRACE */
   size_t pinned_limit;  /* most bytes of pinned host memory the pool may hold; 0: no limit. env GPAR_PINNED_LIMIT_MB */
   int quiet;            /* 1: no diagnostics on stderr about absent devices. env GPAR_QUIET */
 } gpar_config;
@@ -227,6 +228,7 @@ typedef struct gpar_stats {
   uint64_t buffers_live;    /* buffers not yet freed (released ones with pending ops included) */
   uint64_t pinned_bytes_pool; /* pinned host bytes held by the pool (free + in use) */
   uint64_t events_live;     /* backend events held by the engine's ops (pools not counted) */
+  uint64_t graph_native_launches; /* graph parts run as one backend graph (CUDA graph) */
 } gpar_stats;
 
 /* Snapshot of the engine's counters. */
@@ -345,6 +347,67 @@ GPAR_API void *gpar_comm_transport_ctx(gpar_comm comm);
 GPAR_API int gpar_error_set(int status, const char *msg);
 /* Size in bytes of one element of dtype (0 for an unknown type). */
 GPAR_API size_t gpar_dtype_size(gpar_dtype dtype);
+/* ---- Per-op host-time breakdown (issue 11) ----------------------------------------------
+ * With tracing on (gpar_config.trace_path set; "" times ops without writing a trace file),
+ * each retired op adds where its host time went. Means over the ops retired since the last
+ * reset, in microseconds. The trace file carries the same phases per op (args.host_us). */
+typedef struct gpar_breakdown {
+  uint64_t ops;        /* ops measured */
+  double submit_us;    /* public call entered -> op linked (checks, bookkeeping, lock waits) */
+  double handoff_us;   /* op ready -> a CPU worker or GPU dispatcher took it */
+  double dispatch_us;  /* running it: the CPU op itself, or the vendor calls that enqueue it */
+  double complete_us;  /* run done -> completion seen under the engine lock (GPU: + device time) */
+  double retire_us;    /* completion seen -> retired (successors released, buffers updated) */
+} gpar_breakdown;
+
+/* Mean breakdown of this engine's retired ops; reset != 0 starts a new measurement.
+ * GPAR_ENOTSUP (with the means so far, all zero) when tracing is off. */
+GPAR_API int gpar_breakdown_get(gpar_engine *eng, gpar_breakdown *bd, int reset);
+
+/* ---- Graphs: record once, replay many (issue 14) ----
+ * Between gpar_graph_begin and gpar_graph_end, the ops that the calling thread submits to that
+ * engine (gpar_copy, gpar_write, gpar_fill, gpar_sgemm/dgemm, gpar_submit) are checked as usual
+ * (a bad op returns its status and is not recorded; recording goes on) and recorded, not run.
+ * Other threads' ops run as usual. While recording, gpar_wait, gpar_wait_all, gpar_read and
+ * gpar_graph_launch on that engine from this thread return GPAR_ERECORDING. gpar_write records
+ * the data as it was at record time: every launch writes those bytes. A user function on the
+ * CPU is called at every launch; one on a GPU too (its part is replayed op by op, not captured).
+ *
+ * gpar_graph_end resolves every edge among the recorded ops once and cuts them into parts: a
+ * new part starts where an op of one device depends on a part of another device recorded after
+ * that device's current part (so a graph on one device is one part; two devices working
+ * independently are two). A launch submits one engine op per part, over the union of the
+ * part's buffers (reads and writes), at once: it is ordered against other work exactly as if
+ * every recorded op were submitted at that moment; it is waited on through those buffers
+ * (gpar_wait, gpar_read, gpar_wait_all); launches in a row stay ordered. A CUDA part becomes
+ * one CUDA graph (captured at its first launch with no fault armed, then launched with one
+ * cudaGraphLaunch); other parts replay the pre-resolved list on the device's lanes or a CPU
+ * worker. An op that fails inside a launch fails as it would eagerly: the buffers it writes get
+ * its status, the recorded ops that read them are skipped (GPAR_EDEPFAILED on what they write),
+ * other buffers are untouched, later ops read them as usual; gpar_wait_all reports it. A
+ * failure the device reports only at completion (no op to blame) fails every buffer the part
+ * writes. A part whose input failed outside the graph is skipped as a whole (GPAR_EDEPFAILED
+ * on every buffer it writes), where eagerly only the ops reading that input would be. Fault
+ * injection (gpar_fault_inject) on copy/gemm/fill/user replays CUDA parts op by op, so faults
+ * land on the op they name.
+ * A graph keeps the memory of every buffer it uses alive until it is destroyed, even when the
+ * buffer is released meanwhile. Graph handles are not thread-safe: launch and destroy one graph
+ * from one thread at a time. */
+typedef struct gpar_graph gpar_graph;
+
+/* Start recording the calling thread's ops on eng. GPAR_ERECORDING when this thread already
+ * records; GPAR_ESHUTDOWN on a shut-down engine. */
+GPAR_API int gpar_graph_begin(gpar_engine *eng);
+/* Stop recording and instantiate: *graph receives the graph (NULL on failure). GPAR_EINVAL when
+ * this thread records no graph on eng. An empty recording gives a graph whose launch does
+ * nothing. */
+GPAR_API int gpar_graph_end(gpar_engine *eng, gpar_graph **graph);
+/* Run the whole recorded sequence, asynchronously (see above). Returns at once (in
+ * synchronous mode: after it is done, with its status). GPAR_EINVAL on a destroyed graph. */
+GPAR_API int gpar_graph_launch(gpar_graph *graph);
+/* Wait for the graph's launches in flight, then free it and let go of its buffers.
+ * GPAR_EINVAL on a graph destroyed already. gpar_shutdown destroys the engine's graphs. */
+GPAR_API int gpar_graph_destroy(gpar_graph *graph);
 
 #ifdef __cplusplus
 }

@@ -35,6 +35,10 @@ tests_stress_SOURCES = tests/stress.c $(GPAR_TEST_HDRS)
 tests_stress_LDADD = libgpar.la
 tests_soak_SOURCES = tests/soak.c $(GPAR_TEST_HDRS)
 tests_soak_LDADD = libgpar.la
+# Op graphs (issue 14): record once, replay many.
+GPAR_TAP_TESTS += tests/graph
+tests_graph_SOURCES = tests/graph.c $(GPAR_TEST_HDRS)
+tests_graph_LDADD = libgpar.la -lm
 
 # GPAR_HOST memory with every backend open (issue 12): each way of providing pinned memory.
 GPAR_TAP_TESTS += tests/pinned_mix

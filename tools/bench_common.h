@@ -15,6 +15,8 @@ typedef struct bench_opts {
   const char *devices;   /* --devices N or a list "0,1" */
   int size, iters, repeat;
   int tf32, pageable, raw, quiet;
+  int graph;             /* --graph: time op-graph launches of the loops (gpar_graph_*) */
+  int breakdown;         /* --breakdown (overhead) */
   const char *json_path, *trace_path, *svg_path;
   int all_backends;      /* --all-backends: open every backend, benchmark --backend's */
   const char *sizes;     /* sweep --sizes 64,128,... */

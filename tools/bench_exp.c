@@ -79,24 +79,42 @@ int bench_time_gemm(bench_ctx *ctx, int k, double *sec) {
 
 /* ------------------------------------------------------------------ multi-device */
 
-/* iters GEMMs into C on each device of devs (i-major), one wait. */
+/* iters GEMMs into C on each device of devs (i-major), or one launch of their graph g, one wait. */
 static int md_run(bench_ctx *ctx, const int *devs, int nd, int iters, gpar_buffer *A,
-                  gpar_buffer *B, gpar_buffer *C, double *sec) {
+                  gpar_buffer *B, gpar_buffer *C, gpar_graph *g, double *sec) {
   double t0 = bench_now();
   int st = GPAR_OK;
-  for (int i = 0; i < iters && st == GPAR_OK; i++)
+  if (g && (st = gpar_graph_launch(g)) != GPAR_OK) bench_fail("gpar_graph_launch", st);
+  for (int i = 0; i < iters && st == GPAR_OK && !g; i++)
     for (int j = 0; j < nd && st == GPAR_OK; j++) st = sgemm(ctx->n, A[devs[j]], B[devs[j]], C[devs[j]]);
-  if (st != GPAR_OK) bench_fail("gpar_sgemm", st);
+  if (st != GPAR_OK && !g) bench_fail("gpar_sgemm", st);
   int w = gpar_wait_all(ctx->eng);
   *sec = bench_now() - t0;
   if (w != GPAR_OK) bench_fail("gpar_wait_all", w);
   return st != GPAR_OK ? st : w;
 }
 
+/* --graph: record the loop of md_run once (the GEMMs are recorded, not run). */
+static int md_record(bench_ctx *ctx, const int *devs, int nd, int iters, gpar_buffer *A, gpar_buffer *B,
+                     gpar_buffer *C, gpar_graph **g) {
+  int st = gpar_graph_begin(ctx->eng);
+  if (st != GPAR_OK) return bench_fail("gpar_graph_begin", st);
+  for (int i = 0; i < iters && st == GPAR_OK; i++)
+    for (int j = 0; j < nd && st == GPAR_OK; j++) st = sgemm(ctx->n, A[devs[j]], B[devs[j]], C[devs[j]]);
+  int e = gpar_graph_end(ctx->eng, g);
+  if (st != GPAR_OK) {
+    if (*g) gpar_graph_destroy(*g);
+    *g = NULL;
+    return bench_fail("gpar_sgemm (recording)", st);
+  }
+  return e == GPAR_OK ? GPAR_OK : bench_fail("gpar_graph_end", e);
+}
+
 int bench_multi_device(bench_ctx *ctx) {
   int N = ctx->ndev, R = ctx->repeat, iters = ctx->iters, n = ctx->n;
   gpar_buffer A[BENCH_MAX_DEV], B[BENCH_MAX_DEV], C[BENCH_MAX_DEV];
   int idx[BENCH_MAX_DEV];
+  gpar_graph *galone[BENCH_MAX_DEV] = {0}, *gall = NULL; /* --graph */
   double *alone = calloc((size_t)N * R, sizeof *alone), *all = calloc((size_t)R, sizeof *all);
   int rc = 1, st = GPAR_OK;
   memset(A, 0, sizeof A);
@@ -116,15 +134,32 @@ int bench_multi_device(bench_ctx *ctx) {
   /* Warm-up: the whole loop on GPUs (cheap; clocks, handles, kernels), one GEMM on CPUs. */
   double t;
   bench_progress(ctx, "multi-device: warm-up");
-  if ((st = md_run(ctx, idx, N, ctx->any_gpu ? iters : 1, A, B, C, &t)) != GPAR_OK) goto out;
+  if ((st = md_run(ctx, idx, N, ctx->any_gpu ? iters : 1, A, B, C, NULL, &t)) != GPAR_OK) goto out;
+  if (ctx->o.graph) { /* record every loop once; the first launches capture (CUDA) */
+    double t0 = bench_now(), first;
+    if ((st = md_record(ctx, idx, N, iters, A, B, C, &gall)) != GPAR_OK) goto out;
+    double rec = bench_now() - t0;
+    if ((st = md_run(ctx, idx, N, iters, A, B, C, gall, &first)) != GPAR_OK) goto out;
+    for (int d = 0; d < N; d++) {
+      if ((st = md_record(ctx, &idx[d], 1, iters, A, B, C, &galone[d])) != GPAR_OK) goto out;
+      if ((st = md_run(ctx, &idx[d], 1, iters, A, B, C, galone[d], &t)) != GPAR_OK) goto out;
+    }
+    gpar_stats gs;
+    gpar_stats_get(ctx->eng, &gs);
+    fprintf(ctx->out, "graph of %d GEMMs: recording + gpar_graph_end %.2f ms; first launch (capture, instantiation, "
+           "run) %.2f ms; %llu part launches as backend graphs so far\n", iters * N, rec * 1e3, first * 1e3,
+           (unsigned long long)gs.graph_native_launches);
+    bench_json_num(ctx, "graph_record_seconds", rec);
+    bench_json_num(ctx, "graph_first_launch_seconds", first);
+  }
 
   for (int r = 0; r < R; r++) {
     for (int d = 0; d < N; d++) {
       bench_progress(ctx, "multi-device: run %d/%d: %s alone", r + 1, R, ctx->label[d]);
-      if ((st = md_run(ctx, &idx[d], 1, iters, A, B, C, &alone[d * R + r])) != GPAR_OK) goto out;
+      if ((st = md_run(ctx, &idx[d], 1, iters, A, B, C, galone[d], &alone[d * R + r])) != GPAR_OK) goto out;
     }
     bench_progress(ctx, "multi-device: run %d/%d: all %d device%s", r + 1, R, N, N == 1 ? "" : "s");
-    if ((st = md_run(ctx, idx, N, iters, A, B, C, &all[r])) != GPAR_OK) goto out;
+    if ((st = md_run(ctx, idx, N, iters, A, B, C, gall, &all[r])) != GPAR_OK) goto out;
   }
   for (int d = 0; d < N; d++) {
     char what[32];
@@ -167,31 +202,37 @@ int bench_multi_device(bench_ctx *ctx) {
     ctx->pt->md_speedup = speedup;
   }
 
-  if (ctx->o.raw) {
-    const char *what;
+  /* With --graph, the raw loop and then its hand-captured CUDA graph (rg = 1). */
+  for (int rg = 0; ctx->o.raw && rg <= ctx->o.graph; rg++) {
+    const char *what, *rkey = rg ? "raw_graph" : "raw";
     bench_raw_fn raw = bench_raw_lookup(ctx, GPAR_RAW_GEMM, &what);
-    if (!raw) {
+    if (rg && raw != gpar_raw_cuda) {
+      fprintf(ctx->out, "hand-captured graph baseline: CUDA only\n");
+    } else if (!raw) {
       bench_raw_missing(ctx, GPAR_RAW_GEMM);
     } else {
-      double *ralone = calloc((size_t)N * R, sizeof *ralone), *rall = calloc((size_t)R, sizeof *rall);
+      double *ralone = calloc((size_t)N * R, sizeof *ralone), *rall = calloc((size_t)R, sizeof *rall), cap = 0;
       int ok = ralone && rall;
       for (int r = 0; r < R && ok; r++) {
         for (int d = 0; d < N && ok; d++) {
-          gpar_raw_case c = {n, iters, GPAR_RAW_GEMM, ctx->o.tf32, &ctx->local[d], 1};
-          bench_progress(ctx, "multi-device: raw run %d/%d: %s alone", r + 1, R, ctx->label[d]);
+          gpar_raw_case c = {n, iters, GPAR_RAW_GEMM, ctx->o.tf32, &ctx->local[d], 1, rg, NULL};
+          bench_progress(ctx, "multi-device: %s run %d/%d: %s alone", rkey, r + 1, R, ctx->label[d]);
           ok = raw(&c, &ralone[d * R + r]) == 0;
         }
         if (!ok) break;
-        gpar_raw_case c = {n, iters, GPAR_RAW_GEMM, ctx->o.tf32, ctx->local, N};
-        bench_progress(ctx, "multi-device: raw run %d/%d: all", r + 1, R);
+        gpar_raw_case c = {n, iters, GPAR_RAW_GEMM, ctx->o.tf32, ctx->local, N, rg, &cap};
+        bench_progress(ctx, "multi-device: %s run %d/%d: all", rkey, r + 1, R);
         ok = raw(&c, &rall[r]) == 0;
       }
+      if (rg) what = "hand-captured CUDA graph of the raw loop";
       if (!ok) {
         fprintf(ctx->out, "%s: failed (see stderr)\n", what);
-        bench_json_str(ctx, "raw", "failed");
+        bench_json_str(ctx, rkey, "failed");
       } else {
         fprintf(ctx->out, "%s, same loop, one thread:\n", what);
-        bench_json_begin(ctx, "raw");
+        if (rg) fprintf(ctx->out, "raw capture + instantiation of %d GEMMs: %.2f ms\n", iters * N, cap * 1e3);
+        bench_json_begin(ctx, rkey);
+        if (rg) bench_json_num(ctx, "capture_seconds", cap);
         bench_json_str(ctx, "what", what);
         double rmx = 0;
         for (int d = 0; d < N; d++) {
@@ -225,7 +266,9 @@ int bench_multi_device(bench_ctx *ctx) {
 out:
   if (st != GPAR_OK) rc = 1;
   gpar_wait_all(ctx->eng);
+  if (gall) gpar_graph_destroy(gall);
   for (int d = 0; d < N; d++) {
+    if (galone[d]) gpar_graph_destroy(galone[d]);
     release(&A[d]);
     release(&B[d]);
     release(&C[d]);
@@ -243,16 +286,16 @@ typedef struct co_state {
   gpar_buffer *C; /* [d * iters + i] on the device */
   gpar_buffer *H; /* [d * iters + i] GPAR_HOST (pinned) */
   float **P;      /* [d] pageable: iters * n * n floats */
+  gpar_graph *g[4]; /* --graph: each phase's ops recorded once, by phase */
 } co_state;
 
 enum { CO_RUN = 1, CO_COPY = 2, CO_BOTH = 3 };
 
-/* One phase: GEMMs, copies or both, on every device, i-major, one wait. */
-static int co_phase(co_state *s, int what, int iters, double *sec) {
+/* Submit one phase's GEMMs and pinned copies, on every device, i-major. */
+static int co_submit(co_state *s, int what, int iters) {
   bench_ctx *ctx = s->ctx;
   int N = ctx->ndev, n = ctx->n, st = GPAR_OK;
   size_t bytes = (size_t)n * n * sizeof(float);
-  double t0 = bench_now();
   for (int i = 0; i < iters && st == GPAR_OK; i++)
     for (int d = 0; d < N && st == GPAR_OK; d++) {
       int k = d * ctx->iters + i;
@@ -265,6 +308,37 @@ static int co_phase(co_state *s, int what, int iters, double *sec) {
         if (st != GPAR_OK) bench_fail("gpar_copy", st);
       }
     }
+  return st;
+}
+
+/* --graph: record each phase once (pinned host memory only: gpar_read cannot be recorded). */
+static int co_record(co_state *s) {
+  if (s->ctx->o.pageable) {
+    fprintf(stderr, "gpar-bench: --graph needs pinned host memory (no --pageable): gpar_read is not recorded\n");
+    return GPAR_EINVAL;
+  }
+  for (int what = CO_RUN; what <= CO_BOTH; what++) {
+    int st = gpar_graph_begin(s->ctx->eng);
+    if (st != GPAR_OK) return bench_fail("gpar_graph_begin", st);
+    st = co_submit(s, what, s->ctx->iters);
+    int e = gpar_graph_end(s->ctx->eng, &s->g[what]);
+    if (st != GPAR_OK) return st;
+    if (e != GPAR_OK) return bench_fail("gpar_graph_end", e);
+  }
+  return GPAR_OK;
+}
+
+/* One phase: its ops (or one launch of its graph), then one wait. */
+static int co_phase(co_state *s, int what, int iters, double *sec) {
+  bench_ctx *ctx = s->ctx;
+  int N = ctx->ndev, n = ctx->n, st = GPAR_OK;
+  size_t bytes = (size_t)n * n * sizeof(float);
+  double t0 = bench_now();
+  if (s->g[what] && iters == ctx->iters) {
+    if ((st = gpar_graph_launch(s->g[what])) != GPAR_OK) bench_fail("gpar_graph_launch", st);
+  } else {
+    st = co_submit(s, what, iters);
+  }
   /* Pageable: gpar_read blocks its caller until C_i is written and copied, so submit every
    * GEMM first, then read the results in order; GEMMs still queued keep running meanwhile. */
   if (ctx->o.pageable && (what & CO_COPY))
@@ -326,6 +400,11 @@ int bench_copy_overlap(bench_ctx *ctx) {
   double w;
   bench_progress(ctx, "copy-overlap: warm-up");
   if ((st = co_phase(&s, CO_BOTH, ctx->any_gpu ? iters : 1, &w)) != GPAR_OK) goto out;
+  if (ctx->o.graph) { /* record the phases, then launch each once (CUDA: the capture) */
+    if ((st = co_record(&s)) != GPAR_OK) goto out;
+    for (int what = CO_RUN; what <= CO_BOTH; what++)
+      if ((st = co_phase(&s, what, iters, &w)) != GPAR_OK) goto out;
+  }
 
   static const char *const phase_name[3] = {"run", "copy", "run + copy"};
   for (int r = 0; r < R; r++) {
@@ -384,7 +463,7 @@ int bench_copy_overlap(bench_ctx *ctx) {
       int ok = rt != NULL;
       for (int r = 0; r < R && ok; r++)
         for (int p = 0; p < 3 && ok; p++) {
-          gpar_raw_case c = {n, iters, modes[p], ctx->o.tf32, ctx->local, N};
+          gpar_raw_case c = {n, iters, modes[p], ctx->o.tf32, ctx->local, N, ctx->o.graph && raw == gpar_raw_cuda, NULL};
           bench_progress(ctx, "copy-overlap: raw run %d/%d: %s", r + 1, R, phase_name[p]);
           ok = raw(&c, &rt[p * R + r]) == 0;
         }
@@ -394,7 +473,8 @@ int bench_copy_overlap(bench_ctx *ctx) {
       } else {
         bench_stat rs[3];
         const bench_stat *ls[3] = {&run, &copy, &both};
-        fprintf(ctx->out, "%s, same loop, one thread, pinned host memory:\n", what);
+        fprintf(ctx->out, "%s, same loop, one thread, pinned host memory%s:\n", what,
+               ctx->o.graph && raw == gpar_raw_cuda ? ", hand-captured into CUDA graphs" : "");
         bench_json_begin(ctx, "raw");
         bench_json_str(ctx, "what", what);
         for (int p = 0; p < 3; p++) {
@@ -426,6 +506,8 @@ out:
   }
   for (size_t k = 0; s.C && k < nb; k++) release(&s.C[k]);
   for (size_t k = 0; s.H && k < nb; k++) release(&s.H[k]);
+  for (int k = 0; k < 4; k++)
+    if (s.g[k]) gpar_graph_destroy(s.g[k]);
   for (int d = 0; s.P && d < N; d++) free(s.P[d]);
   free(s.C);
   free(s.H);

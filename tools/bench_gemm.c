@@ -116,7 +116,7 @@ int bench_gemm(bench_ctx *ctx) {
     } else {
       int ok = 1;
       for (int r = 0; r < R && ok; r++) {
-        gpar_raw_case rc_case = {n, iters, GPAR_RAW_GEMM, ctx->o.tf32, &ctx->local[d], 1};
+        gpar_raw_case rc_case = {n, iters, GPAR_RAW_GEMM, ctx->o.tf32, &ctx->local[d], 1, 0, NULL};
         bench_progress(ctx, "gemm: %s raw run %d/%d", ctx->label[d], r + 1, R);
         ok = raw(&rc_case, &rt[r]) == 0;
       }
@@ -271,7 +271,9 @@ int bench_overhead(bench_ctx *ctx) {
   printf("overhead: %ld empty host ops per case through gpar_submit on device %d (CPU), repeat %d\n",
          ops, ctx->host_dev, R);
   printf("%-30s %14s %14s\n", "case", "submit us/op", "total us/op");
+  gpar_breakdown bd[OV_NCASES];
   for (int c = 0; c < OV_NCASES; c++) {
+    if (ctx->o.breakdown) gpar_breakdown_get(ctx->eng, &bd[c], 1);
     for (int r = 0; r < R; r++) {
       bench_progress(ctx, "overhead: %s, run %d/%d", ov_key[c], r + 1, R);
       if (ov_case(ctx, c, ops, pool, &sub[r], &tot[r]) != GPAR_OK) {
@@ -281,6 +283,7 @@ int bench_overhead(bench_ctx *ctx) {
       sub[r] = sub[r] / ops * 1e6;
       tot[r] = tot[r] / ops * 1e6;
     }
+    if (ctx->o.breakdown) gpar_breakdown_get(ctx->eng, &bd[c], 1);
     bench_stat ss = bench_stats(sub, R), ts = bench_stats(tot, R);
     if (R > 1)
       printf("%-30s %14.3f %14.3f   (total min %.3f, max %.3f)\n", ov_name[c], ss.med, ts.med,
@@ -307,6 +310,21 @@ int bench_overhead(bench_ctx *ctx) {
     bench_json_num(ctx, "handoff_us_per_op", ho / ops * 1e6);
   }
   printf("total = wall time from the first submit to gpar_wait_all's return, divided by ops\n");
+  if (ctx->o.breakdown) { /* engine-timed phases, means over every run of a case */
+    printf("\nhost time per op by phase (us; the timestamps themselves add to the totals above)\n");
+    printf("%-30s %8s %8s %8s %8s %8s\n", "case", "submit", "handoff", "dispatch", "complete", "retire");
+    for (int c = 0; c < OV_NCASES; c++) {
+      printf("%-30s %8.3f %8.3f %8.3f %8.3f %8.3f\n", ov_name[c], bd[c].submit_us, bd[c].handoff_us,
+             bd[c].dispatch_us, bd[c].complete_us, bd[c].retire_us);
+      bench_json_begin(ctx, ov_key[c]);
+      bench_json_num(ctx, "bd_submit_us", bd[c].submit_us);
+      bench_json_num(ctx, "bd_handoff_us", bd[c].handoff_us);
+      bench_json_num(ctx, "bd_dispatch_us", bd[c].dispatch_us);
+      bench_json_num(ctx, "bd_complete_us", bd[c].complete_us);
+      bench_json_num(ctx, "bd_retire_us", bd[c].retire_us);
+      bench_json_end(ctx);
+    }
+  }
 
 out:
   gpar_wait_all(ctx->eng);

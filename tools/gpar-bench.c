@@ -500,6 +500,11 @@ static void usage(FILE *f) {
           "                   reads the results in order while later GEMMs still run\n"
           "  --raw            also time the same loop through the raw vendor API (tools/raw.h);\n"
           "                   sweep always does\n"
+          "  --graph          multi-device, copy-overlap: record each timed loop once as an op graph\n"
+          "                   (gpar_graph_*), then time its launches; with --raw, also a hand-\n"
+          "                   captured CUDA graph of the raw loop next to the raw loop\n"
+          "  --breakdown      overhead: per-op host time by phase (submit, hand-off, dispatch,\n"
+          "                   completion, retire), timed by the engine's tracing (gpar_breakdown_get)\n"
           "  --json FILE      machine-readable results with the versions, devices, date and\n"
           "                   command line\n"
           "  --trace FILE     Chrome trace-event JSON of every op (Perfetto, chrome://tracing)\n"
@@ -537,7 +542,7 @@ int main(int argc, char **argv) {
   strftime(ctx.date, sizeof ctx.date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
 
   enum { O_BACKEND = 256, O_DEVICES, O_SIZE, O_ITERS, O_REPEAT, O_TF32, O_PAGEABLE, O_RAW,
-         O_JSON, O_TRACE, O_SVG, O_QUIET, O_ALLBE, O_SIZES, O_LABEL, O_OUTDIR };
+         O_JSON, O_TRACE, O_SVG, O_QUIET, O_ALLBE, O_SIZES, O_LABEL, O_OUTDIR, O_BREAKDOWN, O_GRAPH };
   static const struct option longopts[] = {
       {"backend", required_argument, 0, O_BACKEND}, {"devices", required_argument, 0, O_DEVICES},
       {"size", required_argument, 0, O_SIZE},       {"iters", required_argument, 0, O_ITERS},
@@ -545,6 +550,7 @@ int main(int argc, char **argv) {
       {"pageable", no_argument, 0, O_PAGEABLE},     {"raw", no_argument, 0, O_RAW},
       {"json", required_argument, 0, O_JSON},       {"trace", required_argument, 0, O_TRACE},
       {"svg", required_argument, 0, O_SVG},         {"quiet", no_argument, 0, O_QUIET},
+      {"breakdown", no_argument, 0, O_BREAKDOWN}, {"graph", no_argument, 0, O_GRAPH},
       {"all-backends", no_argument, 0, O_ALLBE},    {"sizes", required_argument, 0, O_SIZES},
       {"label", required_argument, 0, O_LABEL},     {"outdir", required_argument, 0, O_OUTDIR},
       {"help", no_argument, 0, 'h'},                {"version", no_argument, 0, 'V'},
@@ -570,6 +576,7 @@ int main(int argc, char **argv) {
     case O_TF32: ctx.o.tf32 = 1; break;
     case O_PAGEABLE: ctx.o.pageable = 1; break;
     case O_RAW: ctx.o.raw = 1; break;
+    case O_GRAPH: ctx.o.graph = 1; break;
     case O_JSON: ctx.o.json_path = optarg; break;
     case O_TRACE: ctx.o.trace_path = optarg; break;
     case O_SVG: ctx.o.svg_path = optarg; break;
@@ -579,6 +586,7 @@ int main(int argc, char **argv) {
     case O_OUTDIR: ctx.o.outdir = optarg; break;
     case 'q':
     case O_QUIET: ctx.o.quiet = 1; break;
+    case O_BREAKDOWN: ctx.o.breakdown = 1; break;
     case 'h': usage(stdout); return 0;
     case 'V':
       printf("gpar-bench (libgpar) %s\ncommit %s\n", PACKAGE_VERSION, bench_version_string());
@@ -639,7 +647,7 @@ int main(int argc, char **argv) {
     trace = tmp_trace;
   }
 
-  int st = bench_open(&ctx, trace);
+  int st = bench_open(&ctx, ctx.o.breakdown && !trace ? "" : trace); /* "": time ops, no file */
   if (st != GPAR_OK) {
     if (*tmp_trace) unlink(tmp_trace);
     return 1;

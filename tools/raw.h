@@ -12,6 +12,9 @@ typedef struct gpar_raw_case {
   int tf32;        /* 1: TF32 tensor-op math (CUDA only) */
   const int *devs; /* backend-local device indices (CUDA ordinal; OpenCL: backend order) */
   int ndev;        /* devices used at once, all driven from the calling thread */
+  int graph;       /* 1: capture the timed loop once per device into a CUDA graph (untimed),
+                      then time one cudaGraphLaunch per device (CUDA only) */
+  double *capture_seconds; /* graph: where to put capture + instantiation time (may be NULL) */
 } gpar_raw_case;
 
 enum {

@@ -1,5 +1,6 @@
 /* raw_cuda.c: the hand-written CUDA + cuBLAS loop gpar-bench compares libgpar against (the D2L
- * "Automatic Parallelism" experiments): one host thread, per device a compute and a copy stream. */
+ * "Automatic Parallelism" experiments): one host thread, per device a compute and a copy stream.
+ * With graph set, the same loop captured by hand into one CUDA graph per device and launched. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,9 @@ struct raw_dev {
   float *c;       /* ncs results of n*n floats */
   int ncs;
   float *host;    /* pinned, iters results of n*n floats (copy modes) */
+  void *ws;       /* graph: cuBLAS workspace set explicitly (capture cannot allocate one) */
+  cudaEvent_t fork, join; /* graph: the copy stream joins the capture and is joined back */
+  cudaGraphExec_t exec;
 };
 
 static int raw_cuda_ok(cudaError_t e, const char *what, int dev) {
@@ -58,6 +62,10 @@ static void raw_dev_free(struct raw_dev *r) {
   if (r->compute) (void)cudaStreamSynchronize(r->compute);
   if (r->copy) (void)cudaStreamSynchronize(r->copy);
   if (r->blas) (void)cublasDestroy(r->blas);
+  if (r->exec) (void)cudaGraphExecDestroy(r->exec);
+  if (r->ws) (void)cudaFree(r->ws);
+  if (r->fork) (void)cudaEventDestroy(r->fork);
+  if (r->join) (void)cudaEventDestroy(r->join);
   if (r->done) (void)cudaEventDestroy(r->done);
   if (r->compute) (void)cudaStreamDestroy(r->compute);
   if (r->copy) (void)cudaStreamDestroy(r->copy);
@@ -87,6 +95,36 @@ static int raw_step(const gpar_raw_case *c, struct raw_dev *r, int i, const floa
   }
   return 0;
 fail:
+  return -1;
+}
+
+/* Capture the iters steps of one device into r->exec (the device is current). */
+static int raw_capture(const gpar_raw_case *c, struct raw_dev *r, const float *alpha, const float *beta) {
+  cudaGraph_t g = NULL;
+  int copies = c->mode != GPAR_RAW_GEMM;
+  RAW_CK(cudaStreamBeginCapture(r->compute, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture", r->ordinal);
+  if (copies) {
+    RAW_CK(cudaEventRecord(r->fork, r->compute), "cudaEventRecord(fork)", r->ordinal);
+    RAW_CK(cudaStreamWaitEvent(r->copy, r->fork, 0), "cudaStreamWaitEvent(fork)", r->ordinal);
+  }
+  for (int i = 0; i < c->iters; i++)
+    if (raw_step(c, r, i, alpha, beta)) goto fail;
+  if (copies) {
+    RAW_CK(cudaEventRecord(r->join, r->copy), "cudaEventRecord(join)", r->ordinal);
+    RAW_CK(cudaStreamWaitEvent(r->compute, r->join, 0), "cudaStreamWaitEvent(join)", r->ordinal);
+  }
+  RAW_CK(cudaStreamEndCapture(r->compute, &g), "cudaStreamEndCapture", r->ordinal);
+  RAW_CK(cudaGraphInstantiateWithFlags(&r->exec, g, 0), "cudaGraphInstantiateWithFlags", r->ordinal);
+  (void)cudaGraphDestroy(g);
+  return 0;
+fail:
+  if (!g) { /* a step failed: leave capture mode */
+    enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(r->compute, &cs) == cudaSuccess && cs != cudaStreamCaptureStatusNone)
+      (void)cudaStreamEndCapture(r->compute, &g);
+  }
+  if (g) (void)cudaGraphDestroy(g);
+  (void)cudaGetLastError();
   return -1;
 }
 
@@ -134,6 +172,12 @@ int gpar_raw_cuda(const gpar_raw_case *c, double *seconds) {
     RAW_BK(cublasSetStream(r->blas, r->compute), "cublasSetStream", o);
     RAW_BK(cublasSetMathMode(r->blas, c->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
            "cublasSetMathMode", o);
+    if (c->graph) { /* as libgpar's CUDA backend: 32 MiB, set after cublasSetStream */
+      RAW_CK(cudaMalloc(&r->ws, (size_t)32 << 20), "cudaMalloc(cuBLAS workspace)", o);
+      RAW_BK(cublasSetWorkspace(r->blas, r->ws, (size_t)32 << 20), "cublasSetWorkspace", o);
+      RAW_CK(cudaEventCreateWithFlags(&r->fork, cudaEventDisableTiming), "cudaEventCreateWithFlags", o);
+      RAW_CK(cudaEventCreateWithFlags(&r->join, cudaEventDisableTiming), "cudaEventCreateWithFlags", o);
+    }
     RAW_CK(cudaMalloc((void **)&r->a, nn * sizeof(float)), "cudaMalloc(A)", o);
     RAW_CK(cudaMalloc((void **)&r->b, nn * sizeof(float)), "cudaMalloc(B)", o);
     RAW_CK(cudaMalloc((void **)&r->c, (size_t)r->ncs * nn * sizeof(float)), "cudaMalloc(C)", o);
@@ -153,13 +197,38 @@ int gpar_raw_cuda(const gpar_raw_case *c, double *seconds) {
   for (int d = 0; d < ndev; d++) {
     RAW_CK(cudaSetDevice(rd[d].ordinal), "cudaSetDevice", rd[d].ordinal);
     if (c->mode != GPAR_RAW_GEMM) {
-      const gpar_raw_case both = {c->n, c->iters, GPAR_RAW_GEMM_COPY, c->tf32, c->devs, c->ndev};
+      const gpar_raw_case both = {c->n, c->iters, GPAR_RAW_GEMM_COPY, c->tf32, c->devs, c->ndev, 0, NULL};
       if (raw_step(&both, &rd[d], 0, &alpha, &beta)) goto fail;
     } else if (raw_step(c, &rd[d], 0, &alpha, &beta)) {
       goto fail;
     }
   }
   if (raw_sync_all(rd, ndev)) goto fail;
+
+  /* Graph: capture and instantiate (timed apart), one warm-up launch, then time one launch per
+   * device. */
+  if (c->graph) {
+    const double t0 = raw_now();
+    for (int d = 0; d < ndev; d++) {
+      RAW_CK(cudaSetDevice(rd[d].ordinal), "cudaSetDevice", rd[d].ordinal);
+      if (raw_capture(c, &rd[d], &alpha, &beta)) goto fail;
+    }
+    if (c->capture_seconds) *c->capture_seconds = raw_now() - t0;
+    for (int d = 0; d < ndev; d++) {
+      RAW_CK(cudaSetDevice(rd[d].ordinal), "cudaSetDevice", rd[d].ordinal);
+      RAW_CK(cudaGraphLaunch(rd[d].exec, rd[d].compute), "cudaGraphLaunch", rd[d].ordinal);
+    }
+    if (raw_sync_all(rd, ndev)) goto fail;
+    const double t1 = raw_now();
+    for (int d = 0; d < ndev; d++) {
+      if (ndev > 1) RAW_CK(cudaSetDevice(rd[d].ordinal), "cudaSetDevice", rd[d].ordinal);
+      RAW_CK(cudaGraphLaunch(rd[d].exec, rd[d].compute), "cudaGraphLaunch", rd[d].ordinal);
+    }
+    if (raw_sync_all(rd, ndev)) goto fail;
+    *seconds = raw_now() - t1;
+    ret = 0;
+    goto fail;
+  }
 
   /* Timed part: everything enqueued from this thread, one wait at the end. */
   {

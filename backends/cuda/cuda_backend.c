@@ -500,4 +500,8 @@ const gpar__backend_ops gpar__cuda_backend = {
     .event_elapsed = cuda_event_elapsed,
     .can_wait = cuda_can_wait,
     .lane_sync = cuda_lane_sync,
+    .graph_begin = gpar__cuda_graph_begin,
+    .graph_end = gpar__cuda_graph_end,
+    .graph_launch = gpar__cuda_graph_launch,
+    .graph_destroy = gpar__cuda_graph_destroy,
 };

@@ -81,4 +81,11 @@ GPAR__HIDDEN int gpar__cuda_comm_create(gpar__backend *be, const int *bidx, int 
 GPAR__HIDDEN int gpar__cuda_coll(gpar__bdev *dev, int lane, const gpar__coll_args *a) __attribute__((weak));
 GPAR__HIDDEN void gpar__cuda_comm_destroy(void *comm) __attribute__((weak));
 
+/* ---- cuda_graph.c: the backend's graph entries (stream capture of the lanes) ---- */
+
+GPAR__HIDDEN int gpar__cuda_graph_begin(gpar__bdev *dev, int lane);
+GPAR__HIDDEN int gpar__cuda_graph_end(gpar__bdev *dev, int lane, void **graph);
+GPAR__HIDDEN int gpar__cuda_graph_launch(gpar__bdev *dev, int lane, void *graph);
+GPAR__HIDDEN void gpar__cuda_graph_destroy(gpar__bdev *dev, void *graph);
+
 #endif

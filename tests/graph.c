@@ -1,0 +1,464 @@
+/* graph.c: op graphs (gpar_graph_*): a recorded sequence replayed equals the same sequence run
+ * eagerly, on every device and across devices (GEMMs, fills, writes, copies between devices,
+ * host functions); launches in a row interleaved with eager ops; faults inside a launch; bad
+ * input; a buffer released while a graph uses it; shutdown with live graphs. */
+#include <math.h>
+#include <pthread.h>
+
+#include "testutil.h"
+
+#define N 16               /* matrices N x N floats */
+#define BYTES (N * N * sizeof(float))
+
+static gpar_engine *eng;
+static int ndev;
+
+static gpar_buffer mk(int dev) {
+  gpar_buffer b = {0};
+  int st = gpar_buffer_create(eng, dev, BYTES, &b);
+  if (st != GPAR_OK) {
+    printf("Bail out! gpar_buffer_create(dev %d): %s %s\n", dev, gpar_status_name(st), gpar_last_error());
+    exit(1);
+  }
+  return b;
+}
+
+static void seed(gpar_buffer b, int salt) {
+  float h[N * N];
+  for (int i = 0; i < N * N; i++) h[i] = (float)((i * 7 + salt * 13) % 11) / 11.0f - 0.4f;
+  gpar_write(b, 0, h, sizeof h);
+}
+
+/* Host function: h = h * 0.5 + 1 (reads and writes its buffer). */
+static int host_step(const gpar_native *nat, void *arg) {
+  (void)nat;
+  float *h = gpar_buffer_host_ptr(*(gpar_buffer *)arg);
+  if (!h) return GPAR_EINVAL;
+  for (int i = 0; i < N * N; i++) h[i] = h[i] * 0.5f + 1.0f;
+  return GPAR_OK;
+}
+
+/* The buffers one sequence works on: per device i, X[i], M[i], T[i]; H in pinned host memory. */
+typedef struct set {
+  int nd;
+  int dev[16];
+  gpar_buffer x[16], m[16], t[16], h;
+} set;
+
+static void set_make(set *s, const int *devs, int nd) {
+  s->nd = nd;
+  for (int i = 0; i < nd; i++) {
+    s->dev[i] = devs[i];
+    s->x[i] = mk(devs[i]);
+    s->m[i] = mk(devs[i]);
+    s->t[i] = mk(devs[i]);
+    seed(s->x[i], i + 1);
+    seed(s->m[i], i + 5);
+  }
+  s->h = mk(GPAR_HOST);
+  seed(s->h, 9);
+}
+
+static void set_free(set *s) {
+  for (int i = 0; i < s->nd; i++) {
+    gpar_buffer_release(s->x[i]);
+    gpar_buffer_release(s->m[i]);
+    gpar_buffer_release(s->t[i]);
+  }
+  gpar_buffer_release(s->h);
+}
+
+/* The sequence: on each device T = X*M (beta 0), X <- T (same device), a fill of a stripe of M
+ * and a write of its first column; then X of device i+1 gets a slice of T of device i (a copy
+ * between devices, staged when they share no path); H gets X[0]'s first column, then the host
+ * function runs on H, and X[last] reads H back. Returns the first submit status. */
+static int sequence(set *s, int gen) {
+  int st = GPAR_OK;
+  float col[N];
+  for (int r = 0; r < N; r++) col[r] = (float)(r % 5) * 0.1f + 0.05f * (float)gen;
+  for (int i = 0; i < s->nd && st == GPAR_OK; i++) {
+    if ((st = gpar_sgemm(GPAR_NO_TRANS, GPAR_NO_TRANS, N, N, N, 0.5f, s->x[i], 0, N, s->m[i], 0, N, 0.0f, s->t[i],
+                         0, N)))
+      break;
+    if ((st = gpar_copy(s->x[i], 0, s->t[i], 0, BYTES))) break;
+    if ((st = gpar_fill(s->m[i], 4 * N * sizeof(float), N * sizeof(float), 0))) break;
+    if ((st = gpar_write(s->m[i], 0, col, sizeof col))) break;
+  }
+  for (int i = 0; i + 1 < s->nd && st == GPAR_OK; i++)
+    st = gpar_copy(s->x[i + 1], 0, s->t[i], 2 * N * sizeof(float), N * sizeof(float));
+  if (st == GPAR_OK) st = gpar_copy(s->h, 0, s->x[0], 0, N * sizeof(float));
+  if (st == GPAR_OK) st = gpar_submit(eng, GPAR_HOST, host_step, &s->h, NULL, 0, &s->h, 1);
+  if (st == GPAR_OK) st = gpar_copy(s->x[s->nd - 1], N * sizeof(float), s->h, 0, N * sizeof(float));
+  return st;
+}
+
+/* Largest difference between the two sets' buffers (read back). */
+static double set_diff(set *a, set *b) {
+  float ha[N * N], hb[N * N];
+  double worst = 0;
+  for (int i = 0; i <= a->nd; i++) {
+    gpar_buffer pa[3] = {i < a->nd ? a->x[i] : a->h, i < a->nd ? a->m[i] : a->h, i < a->nd ? a->t[i] : a->h};
+    gpar_buffer pb[3] = {i < b->nd ? b->x[i] : b->h, i < b->nd ? b->m[i] : b->h, i < b->nd ? b->t[i] : b->h};
+    for (int k = 0; k < 3; k++) {
+      if (gpar_read(pa[k], 0, ha, BYTES) || gpar_read(pb[k], 0, hb, BYTES)) return INFINITY;
+      for (int e = 0; e < N * N; e++) {
+        double d = fabs((double)ha[e] - (double)hb[e]);
+        if (!(d <= worst)) worst = d; /* NaN too */
+      }
+    }
+  }
+  return worst;
+}
+
+/* Record the sequence once on one set and launch it `reps` times, interleaved with an eager
+ * GEMM into X[0] that reads T[0]; the other set runs everything eagerly. */
+static void replay_vs_eager(const char *name, const int *devs, int nd, int reps) {
+  set g, e;
+  gpar_stats s0, s1;
+  gpar_stats_get(eng, &s0);
+  set_make(&g, devs, nd);
+  set_make(&e, devs, nd);
+  gpar_graph *gr = NULL;
+  int st = gpar_graph_begin(eng);
+  int rs = st == GPAR_OK ? sequence(&g, 1) : st;
+  int es = gpar_graph_end(eng, &gr);
+  ok(st == GPAR_OK && rs == GPAR_OK && es == GPAR_OK && gr, "%s: recorded (%s %s %s) %s", name,
+     gpar_status_name(st), gpar_status_name(rs), gpar_status_name(es), gpar_last_error());
+  if (!gr) {
+    set_free(&g);
+    set_free(&e);
+    return;
+  }
+  int lst = GPAR_OK;
+  for (int r = 0; r < reps && lst == GPAR_OK; r++) {
+    lst = gpar_graph_launch(gr);
+    if (lst == GPAR_OK)
+      lst = gpar_sgemm(GPAR_NO_TRANS, GPAR_NO_TRANS, N, N, N, 0.25f, g.t[0], 0, N, g.m[0], 0, N, 0.5f, g.x[0], 0, N);
+    if (lst == GPAR_OK) sequence(&e, 1);
+    if (lst == GPAR_OK)
+      gpar_sgemm(GPAR_NO_TRANS, GPAR_NO_TRANS, N, N, N, 0.25f, e.t[0], 0, N, e.m[0], 0, N, 0.5f, e.x[0], 0, N);
+  }
+  int w = gpar_wait_all(eng);
+  double d = set_diff(&g, &e);
+  ok(lst == GPAR_OK && w == GPAR_OK && d <= 1e-4, "%s: %d launches interleaved with eager ops equal eager runs "
+     "(launch %s, wait_all %s, max diff %g)", name, reps, gpar_status_name(lst), gpar_status_name(w), d);
+  /* One CUDA device: its parts (before and after the host function) have no user function, so
+   * each launch runs two CUDA graphs. */
+  gpar_stats_get(eng, &s1);
+  gpar_device_props p;
+  if (nd == 1 && gpar_device_info(eng, devs[0], &p) == GPAR_OK && p.backend_id == GPAR_BACKEND_CUDA)
+    ok(s1.graph_native_launches - s0.graph_native_launches == 2 * (uint64_t)reps, "%s: %llu CUDA graph launches "
+       "for %d launches of two CUDA parts", name, (unsigned long long)(s1.graph_native_launches - s0.graph_native_launches),
+       reps);
+  ok(gpar_graph_destroy(gr) == GPAR_OK, "%s: destroyed", name);
+  set_free(&g);
+  set_free(&e);
+}
+
+/* A fault inside a launch reaches the buffer its GEMM writes; a buffer outside
+ * the graph does not; the next launch with no fault is clean again. */
+static void fault_case(int dev) {
+  gpar_buffer a = mk(dev), b = mk(dev), c = mk(dev), other = mk(dev);
+  seed(a, 1);
+  seed(b, 2);
+  seed(other, 3);
+  gpar_graph *gr = NULL;
+  gpar_graph_begin(eng);
+  gpar_fill(c, 0, BYTES, 0);
+  gpar_sgemm(GPAR_NO_TRANS, GPAR_NO_TRANS, N, N, N, 1.0f, a, 0, N, b, 0, N, 1.0f, c, 0, N);
+  int es = gpar_graph_end(eng, &gr);
+  gpar_wait_all(eng);
+  gpar_fault_inject(eng, "gemm", 1);
+  int l = gpar_graph_launch(gr);
+  int wc = gpar_wait(c), wo = gpar_wait(other);
+  float h[N * N];
+  int rd = gpar_read(c, 0, h, BYTES);
+  int wa = gpar_wait_all(eng);
+  ok(es == GPAR_OK && l == GPAR_OK && wc == GPAR_EFAULT && wo == GPAR_OK && rd == GPAR_EDEPFAILED &&
+         wa == GPAR_EFAULT,
+     "device %d: injected GEMM fault in a launch reaches the written buffer (wait %s, read %s, wait_all %s), not "
+     "others (%s)",
+     dev, gpar_status_name(wc), gpar_status_name(rd), gpar_status_name(wa), gpar_status_name(wo));
+  gpar_fault_inject(eng, "gemm", 0);
+  l = gpar_graph_launch(gr);
+  wc = gpar_wait(c);
+  rd = gpar_read(c, 0, h, BYTES);
+  /* Reference: C = A*B from the seeds. */
+  float ha[N * N], hb[N * N];
+  gpar_read(a, 0, ha, BYTES);
+  gpar_read(b, 0, hb, BYTES);
+  double worst = 0;
+  for (int j = 0; j < N; j++)
+    for (int i = 0; i < N; i++) {
+      double s = 0;
+      for (int k = 0; k < N; k++) s += (double)ha[i + k * N] * hb[k + j * N];
+      double d = fabs(s - h[i + j * N]);
+      if (!(d <= worst)) worst = d;
+    }
+  ok(l == GPAR_OK && wc == GPAR_OK && rd == GPAR_OK && worst < 1e-3,
+     "device %d: the next launch is clean and right (wait %s, max err %g)", dev, gpar_status_name(wc), worst);
+  gpar_graph_destroy(gr);
+  gpar_buffer_release(a);
+  gpar_buffer_release(b);
+  gpar_buffer_release(c);
+  gpar_buffer_release(other);
+}
+
+/* Inside one part, a failure reaches what it would reach eagerly: the failed GEMM's output,
+ * the copy that reads it (skipped), not the fills before and after it. */
+static void fault_exact(int dev) {
+  gpar_buffer a = mk(dev), b = mk(dev), c = mk(dev), d = mk(dev), x = mk(dev), y = mk(dev);
+  seed(a, 1);
+  seed(b, 2);
+  gpar_graph *gr = NULL;
+  gpar_graph_begin(eng);
+  gpar_fill(x, 0, BYTES, 1);
+  gpar_sgemm(GPAR_NO_TRANS, GPAR_NO_TRANS, N, N, N, 1.0f, a, 0, N, b, 0, N, 0.0f, c, 0, N);
+  gpar_copy(d, 0, c, 0, BYTES);
+  gpar_fill(y, 0, BYTES, 2);
+  gpar_graph_end(eng, &gr);
+  gpar_wait_all(eng);
+  gpar_fault_inject(eng, "gemm", 1);
+  gpar_graph_launch(gr);
+  unsigned char hx[BYTES], hy[BYTES];
+  int wc = gpar_wait(c), wd = gpar_wait(d), wx = gpar_wait(x), wy = gpar_wait(y);
+  int rx = gpar_read(x, 0, hx, BYTES), ry = gpar_read(y, 0, hy, BYTES), rd = gpar_read(d, 0, hx + 4, 4);
+  int wa = gpar_wait_all(eng);
+  gpar_fault_inject(eng, "gemm", 0);
+  ok(wc == GPAR_EFAULT && wd == GPAR_EDEPFAILED && wx == GPAR_OK && wy == GPAR_OK && rx == GPAR_OK &&
+         ry == GPAR_OK && hx[7] == 1 && hy[7] == 2 && rd == GPAR_EDEPFAILED && wa == GPAR_EFAULT,
+     "device %d: a fault inside a launch reaches the failed GEMM's output (%s) and its reader's (%s), not the "
+     "fills before and after (%s %s); read of the skipped output: %s; wait_all: %s",
+     dev, gpar_status_name(wc), gpar_status_name(wd), gpar_status_name(wx), gpar_status_name(wy),
+     gpar_status_name(rd), gpar_status_name(wa));
+  gpar_graph_destroy(gr);
+  gpar_buffer all_[6] = {a, b, c, d, x, y};
+  for (int i = 0; i < 6; i++) gpar_buffer_release(all_[i]);
+}
+
+/* Two devices, two parts: a GEMM fault in one part stays out of the other, independent part;
+ * a part on the second device that reads the failed result is skipped (GPAR_EDEPFAILED). */
+static void fault_two_parts(int da, int db) {
+  gpar_buffer a = mk(da), b = mk(da), c = mk(da), y = mk(db), z = mk(db);
+  seed(a, 1);
+  seed(b, 2);
+  gpar_graph *g1 = NULL, *g2 = NULL;
+  gpar_graph_begin(eng);
+  gpar_sgemm(GPAR_NO_TRANS, GPAR_NO_TRANS, N, N, N, 1.0f, a, 0, N, b, 0, N, 0.0f, c, 0, N);
+  gpar_fill(y, 0, BYTES, 4);
+  gpar_graph_end(eng, &g1);
+  gpar_graph_begin(eng);
+  gpar_copy(z, 0, c, 0, BYTES);
+  gpar_graph_end(eng, &g2);
+  gpar_wait_all(eng);
+  gpar_fault_inject(eng, "gemm", 1);
+  int l1 = gpar_graph_launch(g1), l2 = gpar_graph_launch(g2);
+  int wc = gpar_wait(c), wy = gpar_wait(y), wz = gpar_wait(z), wa = gpar_wait_all(eng);
+  ok(l1 == GPAR_OK && l2 == GPAR_OK && wc == GPAR_EFAULT && wy == GPAR_OK && wz == GPAR_EDEPFAILED &&
+         wa == GPAR_EFAULT,
+     "devices %d and %d: a fault in one part (%s) spares the other part (%s); a graph reading it is skipped (%s)",
+     da, db, gpar_status_name(wc), gpar_status_name(wy), gpar_status_name(wz));
+  gpar_fault_inject(eng, "gemm", 0);
+  gpar_graph_destroy(g1);
+  gpar_graph_destroy(g2);
+  gpar_buffer a_[5] = {a, b, c, y, z};
+  for (int i = 0; i < 5; i++) gpar_buffer_release(a_[i]);
+}
+
+/* A buffer released after recording stays alive for the graph; destroy lets it go. */
+static void released_case(int dev) {
+  gpar_stats s0, s1, s2;
+  gpar_buffer src = mk(dev), dst = mk(GPAR_HOST);
+  gpar_stats_get(eng, &s0);
+  gpar_graph *gr = NULL;
+  gpar_graph_begin(eng);
+  float v[N * N];
+  for (int i = 0; i < N * N; i++) v[i] = (float)i;
+  gpar_write(src, 0, v, sizeof v);
+  gpar_copy(dst, 0, src, 0, BYTES);
+  gpar_graph_end(eng, &gr);
+  gpar_buffer_release(src);
+  gpar_fill(dst, 0, BYTES, 0);
+  int l = gpar_graph_launch(gr);
+  float h[N * N];
+  int rd = gpar_read(dst, 0, h, BYTES);
+  int same = memcmp(h, v, sizeof v) == 0;
+  gpar_stats_get(eng, &s1);
+  gpar_graph_destroy(gr);
+  gpar_wait_all(eng);
+  gpar_stats_get(eng, &s2);
+  ok(l == GPAR_OK && rd == GPAR_OK && same && s1.buffers_live == s0.buffers_live &&
+         s2.buffers_live == s0.buffers_live - 1,
+     "device %d: a released buffer stays alive for its graph (%s, data %s, live %llu -> %llu after destroy)", dev,
+     gpar_status_name(rd), same ? "right" : "wrong", (unsigned long long)s1.buffers_live,
+     (unsigned long long)s2.buffers_live);
+  gpar_buffer_release(dst);
+}
+
+static void bad_input(void) {
+  gpar_buffer a = mk(GPAR_HOST), b = mk(GPAR_HOST);
+  float h[N * N];
+  gpar_fill(a, 0, BYTES, 7);
+  gpar_wait_all(eng);
+  ok(gpar_graph_end(eng, &(gpar_graph *){NULL}) == GPAR_EINVAL, "end without begin: GPAR_EINVAL");
+  ok(gpar_graph_begin(eng) == GPAR_OK, "begin");
+  ok(gpar_graph_begin(eng) == GPAR_ERECORDING, "begin twice: GPAR_ERECORDING");
+  ok(gpar_fill(a, 0, BYTES, 3) == GPAR_OK, "fill recorded");
+  ok(gpar_copy(b, 8, a, 0, BYTES) == GPAR_ERANGE, "bad copy refused while recording: GPAR_ERANGE");
+  ok(gpar_copy(b, 0, a, 0, BYTES) == GPAR_OK, "copy recorded after a refused op");
+  ok(gpar_wait(a) == GPAR_ERECORDING, "gpar_wait while recording: GPAR_ERECORDING");
+  ok(gpar_wait_all(eng) == GPAR_ERECORDING, "gpar_wait_all while recording: GPAR_ERECORDING");
+  ok(gpar_read(a, 0, h, BYTES) == GPAR_ERECORDING, "gpar_read while recording: GPAR_ERECORDING");
+  gpar_graph *gr = NULL, *g2 = NULL;
+  ok(gpar_graph_end(eng, NULL) == GPAR_EINVAL, "end with NULL out: GPAR_EINVAL");
+  ok(gpar_graph_end(eng, &gr) == GPAR_OK && gr, "end");
+  ok(gpar_read(a, 0, h, BYTES) == GPAR_OK && ((unsigned char *)h)[0] == 7, "recorded ops did not run");
+  gpar_graph_begin(eng);
+  ok(gpar_graph_launch(gr) == GPAR_ERECORDING, "launch while recording: GPAR_ERECORDING");
+  gpar_graph_end(eng, &g2);
+  ok(gpar_graph_launch(g2) == GPAR_OK, "an empty graph launches");
+  ok(gpar_graph_launch(gr) == GPAR_OK && gpar_read(b, 0, h, BYTES) == GPAR_OK && ((unsigned char *)h)[5] == 3,
+     "launch runs the recorded fill and copy");
+  ok(gpar_graph_destroy(gr) == GPAR_OK, "destroy");
+  ok(gpar_graph_destroy(gr) == GPAR_EINVAL, "destroy twice: GPAR_EINVAL");
+  ok(gpar_graph_launch(gr) == GPAR_EINVAL, "launch a destroyed graph: GPAR_EINVAL");
+  ok(gpar_graph_launch(NULL) == GPAR_EINVAL && gpar_graph_destroy(NULL) == GPAR_EINVAL, "NULL graph: GPAR_EINVAL");
+  gpar_graph_destroy(g2);
+  gpar_buffer_release(a);
+  gpar_buffer_release(b);
+}
+
+/* Shutdown frees live graphs; recording on a shut-down engine is refused. */
+static void shutdown_case(void) {
+  gpar_engine *e2 = tu_engine(GPAR_BACKEND_HOST, 2, 0);
+  gpar_buffer a;
+  gpar_buffer_create(e2, GPAR_HOST, BYTES, &a);
+  gpar_graph *gr = NULL;
+  gpar_graph_begin(e2);
+  gpar_fill(a, 0, BYTES, 1);
+  gpar_graph_end(e2, &gr);
+  gpar_graph_launch(gr);
+  gpar_buffer_release(a);
+  ok(gpar_shutdown(e2) == GPAR_OK, "shutdown with a live graph");
+  ok(gpar_graph_launch(gr) == GPAR_EINVAL && gpar_graph_destroy(gr) == GPAR_EINVAL,
+     "its graph is gone after shutdown: GPAR_EINVAL");
+  ok(gpar_graph_begin(e2) == GPAR_ESHUTDOWN, "begin on a shut-down engine: GPAR_ESHUTDOWN");
+  /* Shutting down while this thread records drops the recording. */
+  e2 = tu_engine(GPAR_BACKEND_HOST, 2, 1);
+  gpar_graph_begin(e2);
+  gpar_buffer_create(e2, GPAR_HOST, BYTES, &a);
+  gpar_fill(a, 0, BYTES, 1);
+  ok(gpar_shutdown(e2) == GPAR_OK && gpar_graph_end(e2, &gr) == GPAR_ESHUTDOWN,
+     "shutdown while recording; end afterwards: GPAR_ESHUTDOWN");
+  /* Synchronous mode: recording does not wait; a launch completes before it returns. */
+  e2 = tu_engine(GPAR_BACKEND_HOST, 2, 1);
+  gpar_buffer_create(e2, GPAR_HOST, BYTES, &a);
+  gpar_graph_begin(e2);
+  gpar_fill(a, 0, BYTES, 5);
+  gpar_graph_end(e2, &gr);
+  int l = gpar_graph_launch(gr);
+  unsigned char *p = gpar_buffer_host_ptr(a);
+  ok(l == GPAR_OK && p && p[10] == 5, "synchronous engine: launch done on return");
+  gpar_graph_destroy(gr);
+  gpar_buffer_release(a);
+  gpar_shutdown(e2);
+}
+
+/* Threads: while the main thread records, another thread's ops run at once; then several
+ * threads record and launch their own graphs concurrently. */
+typedef struct thr {
+  gpar_buffer b;
+  int st, launches, right;
+} thr;
+
+static void *eager_thread(void *p) {
+  thr *t = p;
+  t->st = gpar_fill(t->b, 0, BYTES, 9);
+  if (t->st == GPAR_OK) t->st = gpar_wait(t->b);
+  return NULL;
+}
+
+static void *graph_thread(void *p) {
+  thr *t = p;
+  gpar_graph *gr = NULL;
+  float one = 1.0f;
+  /* The graph writes 1.0 into element 0, then runs the host step (h = h / 2 + 1) on it all. */
+  t->st = gpar_graph_begin(eng);
+  if (t->st == GPAR_OK) t->st = gpar_write(t->b, 0, &one, sizeof one);
+  if (t->st == GPAR_OK) t->st = gpar_submit(eng, GPAR_HOST, host_step, &t->b, NULL, 0, &t->b, 1);
+  int e = gpar_graph_end(eng, &gr);
+  if (t->st == GPAR_OK) t->st = e;
+  for (int i = 0; i < t->launches && t->st == GPAR_OK; i++) t->st = gpar_graph_launch(gr);
+  float h[2];
+  if (t->st == GPAR_OK) t->st = gpar_read(t->b, 0, h, sizeof h);
+  /* Element 0: 1 / 2 + 1 = 1.5 after every launch; element 1: x -> x / 2 + 1 from 0, n times. */
+  double want = 0;
+  for (int i = 0; i < t->launches; i++) want = want * 0.5 + 1.0;
+  t->right = t->st == GPAR_OK && h[0] == 1.5f && fabs(h[1] - want) < 1e-5;
+  if (gr) gpar_graph_destroy(gr);
+  return NULL;
+}
+
+static void threads_case(void) {
+  thr t = {mk(GPAR_HOST), 0, 0, 0};
+  gpar_fill(t.b, 0, BYTES, 0);
+  gpar_wait(t.b);
+  pthread_t th;
+  gpar_graph *gr = NULL;
+  gpar_graph_begin(eng);
+  pthread_create(&th, NULL, eager_thread, &t);
+  pthread_join(th, NULL);
+  unsigned char *p = gpar_buffer_host_ptr(t.b);
+  ok(t.st == GPAR_OK && p && p[100] == 9, "another thread's fill and wait run while this thread records (%s)",
+     gpar_status_name(t.st));
+  gpar_graph_end(eng, &gr);
+  gpar_graph_destroy(gr);
+  enum { NT = 4 };
+  thr ts[NT];
+  pthread_t tid[NT];
+  for (int i = 0; i < NT; i++) {
+    ts[i] = (thr){mk(GPAR_HOST), 0, 10 + i, 0};
+    gpar_fill(ts[i].b, 0, BYTES, 0);
+    pthread_create(&tid[i], NULL, graph_thread, &ts[i]);
+  }
+  int good = 0;
+  for (int i = 0; i < NT; i++) {
+    pthread_join(tid[i], NULL);
+    good += ts[i].right;
+    gpar_buffer_release(ts[i].b);
+  }
+  ok(good == NT, "%d threads record and launch their own graphs at once: %d right", NT, good);
+  gpar_buffer_release(t.b);
+}
+
+int main(void) {
+  tap_start();
+  eng = tu_engine(0, 0, 0);
+  ndev = gpar_device_count(eng);
+  int all[16], na = 0;
+  for (int d = 0; d < ndev; d++) {
+    gpar_device_props p;
+    gpar_device_info(eng, d, &p);
+    char name[200];
+    snprintf(name, sizeof name, "device %d (%s %s)", d, p.backend, p.name);
+    replay_vs_eager(name, &d, 1, 5);
+    fault_case(d);
+    fault_exact(d);
+    released_case(d);
+    if (na < 16) all[na++] = d;
+  }
+  if (na > 1) {
+    replay_vs_eager("every device in one DAG", all, na, 4);
+    int rev[16];
+    for (int i = 0; i < na; i++) rev[i] = all[na - 1 - i];
+    replay_vs_eager("every device, reversed", rev, na, 3);
+    fault_two_parts(all[0], all[na - 1]);
+    fault_two_parts(all[na - 1], all[0]);
+  }
+  bad_input();
+  threads_case();
+  shutdown_case();
+  ok(gpar_shutdown(eng) == GPAR_OK, "shutdown");
+  done_testing();
+  return 0;
+}
