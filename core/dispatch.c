@@ -197,7 +197,10 @@ static void *gpu_dispatcher(void *arg) {
 int gpar__device_start(gpar__device *dev) {
   dev->nthreads = dev->ops->ordered_by_events ? 1 : dev->eng->cfg.host_threads;
   dev->threads = calloc((size_t)dev->nthreads, sizeof *dev->threads);
-  if (!dev->threads) return GPAR_ENOMEM;
+  if (!dev->threads) {
+    dev->nthreads = 0;
+    return gpar__errorf(GPAR_ENOMEM, "out of host memory for threads");
+  }
   void *(*fn)(void *) = dev->ops->ordered_by_events ? gpu_dispatcher : host_worker;
   for (int i = 0; i < dev->nthreads; i++)
     if (pthread_create(&dev->threads[i], NULL, fn, dev)) {

@@ -2,17 +2,19 @@
  * between the submitting threads, the per-device dispatchers and the completion threads.
  * Knows no vendor API: backends are reached only through gpar__backend_ops (backend.h).
  *
- * Files: engine.c (lifecycle, configuration, handles of engines), buffer.c (buffers and their
- * handles), ops.c + transfer.c (public op calls: validation and op construction), deps.c
- * (dependency graph: submit, retire, failure propagation), queue.c (ready queues), dispatch.c
- * (dispatchers, CPU workers, running an op by kind), complete.c (completion threads), wait.c.
+ * Files: registry.c (engine slots, handles, calls entering an engine), engine.c (lifecycle,
+ * configuration), buffer.c (buffers and their handles), ops.c + transfer.c (public op calls:
+ * validation and op construction), deps.c (dependency graph: submit, retire, failure
+ * propagation), queue.c (ready queues), dispatch.c (dispatchers, CPU workers, running an op by
+ * kind), complete.c (completion threads), wait.c, trace.c (traces, host-time breakdown).
  *
- * Lock order (take only in this order; never hold two locks of one row):
- *   gpar__registry_mu          engine slots; held alone (engine.c)
+ * Lock order (outer before inner; "->" marks what may be taken while the line above is held):
+ *   gpar__registry_mu          engine slots; held alone (registry.c)
  *   eng->mu                    the engine lock: graph, buffers, op free list, stats, trace
  *     -> dev->ready.mu         a ready queue (make_ready under the engine lock)
  *     -> eng->pinned.mu        pinned pool (staging freed at retire)
- *     -> backend locks         mem_free / host_free under the engine lock
+ *        -> backend locks      host_alloc / host_free under the pool lock
+ *     -> backend locks         mem_free under the engine lock
  *   dev->cmu                   completion FIFOs; never held together with eng->mu
  * Every lock is taken and released in one function; a function that needs a lock held on
  * entry ends in _locked (the kept names gpar__op_new/_submit/_discard are aliases). One

@@ -15,7 +15,8 @@ static pthread_mutex_t gpar__registry_mu = PTHREAD_MUTEX_INITIALIZER;
 static unsigned gpar__next_engine;
 _Thread_local int gpar__in_op;
 
-/* Internal code passes real addresses of gpar__engines (even); users pass tokens (odd). */
+/* Internal code passes real addresses of gpar__engines (even); users pass tokens (odd). With
+ * 64-bit pointers, 2^57 - 1 engine serials. */
 #define GPAR__TOKEN_SLOT_BITS 6
 #define GPAR__ENGINE_SERIAL_MAX ((uint64_t)(UINTPTR_MAX >> (GPAR__TOKEN_SLOT_BITS + 1)))
 _Static_assert(GPAR__MAX_ENGINES <= 1 << GPAR__TOKEN_SLOT_BITS, "engine slots fit the token");
@@ -132,7 +133,6 @@ GPAR_API void gpar__test_set_serials(uint64_t next_engine, uint64_t next_buffer)
   if (next_buffer) gpar__buf_serial_set(next_buffer);
   pthread_mutex_unlock(&gpar__registry_mu);
 }
-
 
 gpar_engine *gpar__engine_at(uint64_t s) { return s < GPAR__MAX_ENGINES ? &gpar__engines[s] : NULL; }
 

@@ -68,7 +68,9 @@ GPAR_API const char *gpar_status_name(int status);
  * error names, the failure a wait reported); "" when none. Valid until the thread's next call. */
 GPAR_API const char *gpar_last_error(void);
 
-/* An engine: devices, buffers and the dependency tracker. Opaque. */
+/* An engine: devices, buffers and the dependency tracker. Opaque: a gpar_engine pointer is a
+ * handle, not an address, and the process never hands out the same one twice, so a shut-down
+ * engine's handle stays refused (GPAR_ESHUTDOWN) whatever engines come later. */
 typedef struct gpar_engine gpar_engine;
 
 /* A buffer handle. Handles carry a 64-bit serial that the process never reuses, so a released,

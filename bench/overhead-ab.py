@@ -1,0 +1,29 @@
+#!/usr/bin/env python3
+"""overhead-ab.py: interleaved A/B runs of `gpar-bench overhead` (host backend) for builds
+that differ, to beat a noisy shared machine: each round runs every build once, in turn.
+
+usage: bench/overhead-ab.py ROUNDS OPS DIR[:VAR=VALUE] ...
+  DIR holds a gpar-bench binary and the libgpar.so* it should load (e.g. copies of
+  build/tools/.libs/gpar-bench and build/.libs/libgpar.so*); VAR=VALUE is set for that build.
+Prints min/median/max of total us/op per case (none, independent, chain, fan-in)."""
+import os, re, statistics, subprocess, sys
+
+rounds, ops, builds = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+cases = {'no buffers': 'none', 'independent': 'indep', 'chain': 'chain', 'fan-in': 'fanin'}
+res = {b: {k: [] for k in cases.values()} for b in builds}
+for _ in range(rounds):
+    for b in builds:
+        d, _, extra = b.partition(':')
+        env = dict(os.environ, GPAR_BACKENDS='host', LD_LIBRARY_PATH=d)
+        if extra:
+            k, _, v = extra.partition('=')
+            env[k] = v
+        out = subprocess.run([os.path.join(d, 'gpar-bench'), 'overhead', '--iters', ops, '--quiet'],
+                             env=env, capture_output=True, text=True, timeout=600).stdout
+        for line in out.splitlines():
+            for prefix, key in cases.items():
+                if line.startswith(prefix):
+                    res[b][key].append(float(re.findall(r'[\d.]+', line[30:])[1]))
+for b in builds:
+    print('%-24s' % b, '  '.join('%s %.3f/%.3f/%.3f' % (k, min(x), statistics.median(x), max(x))
+                                 for k, x in res[b].items() if x))
