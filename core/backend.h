@@ -175,12 +175,18 @@ typedef struct gpar__backend_ops {
   /* Graphs (optional; from the device's dispatcher thread). graph_begin starts capturing the
    * work enqueued on `lane` and on every lane that waits on an event recorded there; the core
    * joins those lanes back into `lane` before graph_end, which ends the capture and, when graph
-   * is not NULL, instantiates it (*graph: an opaque executable graph). graph_launch enqueues a
+   * is not NULL, instantiates it (*graph: an opaque executable graph). graph == NULL discards a
+   * failed capture: graph_end then joins what the core left unjoined and leaves no lane capturing,
+   * so the part can be replayed eagerly right after. Between begin and end the core calls no
+   * lane_sync or event_sync on this device. graph_launch enqueues a
    * whole executable graph on the lane; graph_destroy (any thread) frees one no longer running. */
   int (*graph_begin)(gpar__bdev *dev, int lane);
   int (*graph_end)(gpar__bdev *dev, int lane, void **graph);
   int (*graph_launch)(gpar__bdev *dev, int lane, void *graph);
   void (*graph_destroy)(gpar__bdev *dev, void *graph);
+  /* 1 when a capture between graph_begin and graph_end can take this copy; 0 makes the core
+   * replay its part op by op without trying (optional; NULL: every copy can be captured). */
+  int (*graph_copy_ok)(gpar__bdev *dev, const gpar__copy_args *a);
 } gpar__backend_ops;
 
 /* The backends compiled in (each defined in its folder; listed by core/backends.c). */

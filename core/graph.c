@@ -377,6 +377,13 @@ static int graph_build(gpar_graph *g) {
     }
     if (ordered && op->dev->ops->graph_begin == NULL) p->no_capture = 1;
     if (op->kind == GPAR__OP_USER && ordered) p->no_capture = 1; /* called at every launch */
+    /* Decided here, not by a failed capture: a host wait (event_sync) is refused while
+     * capturing, and so are copies the backend cannot capture (CUDA: peer copies without peer
+     * access). */
+    if (nd->host_sync) p->no_capture = 1;
+    if (ordered && op->kind == GPAR__OP_COPY && op->dev->ops->graph_copy_ok &&
+        !op->dev->ops->graph_copy_ok(op->dev->bdev, &op->u.copy))
+      p->no_capture = 1;
     p->lane_last[op->lane] = local[i];
   }
   /* The lanes other than the compute lane join it at the end of the part: their last node
@@ -558,6 +565,9 @@ static void note_failure(first_failure *f, int st) {
   f->msg = strdup(gpar__error_msg());
 }
 
+/* A capture stops at its first failure (replay_gpu). */
+static int halted(const first_failure *f, int capturing) { return capturing && f->status != GPAR_OK; }
+
 static int report(first_failure *f) {
   if (f->status != GPAR_OK) gpar__errorf(f->status, "%s", f->msg ? f->msg : gpar_strerror(f->status));
   free(f->msg);
@@ -588,40 +598,44 @@ static int replay_host(gpar__device *dev, gpar__graph_part *p, int *status) {
  * compute lane first waits on an event of the compute lane (where the engine put the part's
  * waits on its producers), and at the end the compute lane waits on each such lane's last op,
  * so the event the engine records after the part covers all of it. The same sequence serves
- * for a stream capture. */
-static int replay_gpu(gpar__device *dev, gpar__graph_part *p, int *status, gpar__event **ev) {
+ * for a stream capture (capturing = 1): there the first failure stops it at once, since a
+ * failed call may have invalidated the capture, which then refuses every further call, and
+ * synchronising a lane is refused anyway; capture() ends it and the part is replayed. */
+static int replay_gpu(gpar__device *dev, gpar__graph_part *p, int *status, gpar__event **ev, int capturing) {
   const gpar__backend_ops *ops = dev->ops;
   gpar__gnode *nodes = p->g->nodes;
   first_failure f = {GPAR_OK, NULL};
   gpar__event *fork = NULL;
   int forked[GPAR__NLANES] = {0}, st;
-  for (int k = 0; k < p->nnodes; k++) {
+  for (int k = 0; k < p->nnodes; k++) ev[k] = NULL;
+  for (int k = 0; k < p->nnodes && !halted(&f, capturing); k++) {
     gpar__gnode *nd = &nodes[p->nodes[k]];
     gpar__op *op = nd->op;
-    ev[k] = NULL;
     if (op->lane != GPAR__LANE_COMPUTE && !forked[op->lane]) {
       forked[op->lane] = 1;
       st = fork ? GPAR_OK : ops->event_record(dev->bdev, GPAR__LANE_COMPUTE, 0, &fork);
       if (st == GPAR_OK) st = ops->event_wait(dev->bdev, op->lane, fork);
       if (st != GPAR_OK) note_failure(&f, st);
     }
-    for (int j = 0; j < nd->nprods; j++) {
+    for (int j = 0; j < nd->nprods && !halted(&f, capturing); j++) {
       int pk = nd->prods[j] >> 1;
       gpar__event *pe = ev[pk];
       if (!pe) continue; /* same lane (in order), or its lane was synchronised */
       st = nd->host_sync ? ops->event_sync(pe) : ops->event_wait(dev->bdev, op->lane, pe);
       if (st != GPAR_OK) note_failure(&f, st);
     }
+    if (halted(&f, capturing)) break;
     st = producer_failed(nd, status) ? GPAR_EDEPFAILED : gpar__op_run(dev, op);
     status[k] = st;
     if (st != GPAR_OK) note_failure(&f, st);
+    if (halted(&f, capturing)) break;
     if (nd->need_event && ops->event_record(dev->bdev, op->lane, 0, &ev[k]) != GPAR_OK) {
       note_failure(&f, GPAR_EBACKEND);
       ev[k] = NULL;
-      ops->lane_sync(dev->bdev, op->lane);
+      if (!capturing) ops->lane_sync(dev->bdev, op->lane);
     }
   }
-  for (int l = 1; l < GPAR__NLANES; l++) {
+  for (int l = 1; l < GPAR__NLANES && !halted(&f, capturing); l++) {
     int last = p->lane_last[l];
     if (last >= 0 && ev[last] && (st = ops->event_wait(dev->bdev, GPAR__LANE_COMPUTE, ev[last])) != GPAR_OK)
       note_failure(&f, st);
@@ -632,15 +646,21 @@ static int replay_gpu(gpar__device *dev, gpar__graph_part *p, int *status, gpar_
   return report(&f);
 }
 
-/* Capture the part into a backend graph (first launch with no fault armed). */
+/* Capture the part into a backend graph (first launch with no fault armed). A failure ends the
+ * capture (the backend discards it) before anything else runs; the caller then replays. */
 static int capture(gpar__device *dev, gpar__graph_part *p, int *status, gpar__event **ev) {
   const gpar__backend_ops *ops = dev->ops;
   void *native = NULL;
   int st = ops->graph_begin(dev->bdev, GPAR__LANE_COMPUTE);
   if (st == GPAR_OK) {
-    st = replay_gpu(dev, p, status, ev);
+    st = replay_gpu(dev, p, status, ev, 1);
+    char *why = st != GPAR_OK ? strdup(gpar__error_msg()) : NULL; /* ending may log its own */
     int e = ops->graph_end(dev->bdev, GPAR__LANE_COMPUTE, st == GPAR_OK ? &native : NULL);
-    if (st == GPAR_OK) st = e;
+    if (st == GPAR_OK)
+      st = e;
+    else
+      gpar__errorf(st, "%s", why ? why : gpar_strerror(st));
+    free(why);
   }
   if (st != GPAR_OK) {
     gpar__log("%s: device %d: graph capture failed (%s); this part replays op by op", ops->name, dev->index,
@@ -736,7 +756,7 @@ int gpar__graph_exec(gpar__device *dev, gpar__op *op) {
     st = dev->ops->graph_launch(dev->bdev, GPAR__LANE_COMPUTE, p->native);
     replayed = 0;
   } else {
-    st = replay_gpu(dev, p, status, ev);
+    st = replay_gpu(dev, p, status, ev, 0);
   }
   if (st != GPAR_OK && replayed) mark_failures(op, p, status);
   if (!small) {

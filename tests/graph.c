@@ -1,7 +1,8 @@
 /* graph.c: op graphs (gpar_graph_*): a recorded sequence replayed equals the same sequence run
  * eagerly, on every device and across devices (GEMMs, fills, writes, copies between devices,
- * host functions); launches in a row interleaved with eager ops; faults inside a launch; bad
- * input; a buffer released while a graph uses it; shutdown with live graphs. */
+ * host functions); launches in a row interleaved with eager ops; faults inside a launch; CUDA
+ * peer copies captured into CUDA graphs; bad input; a buffer released while a graph uses it;
+ * shutdown with live graphs. */
 #include <math.h>
 #include <pthread.h>
 
@@ -295,6 +296,44 @@ static void released_case(int dev) {
   gpar_buffer_release(dst);
 }
 
+/* CUDA devices da and db with peer access: a part on da that fills a buffer and copies it to
+ * db runs as one captured CUDA graph per launch (a peer copy must be capturable: with
+ * cudaMemcpyPeerAsync the capture failed and every launch replayed op by op), and each launch
+ * copies again (db's buffer is cleared eagerly in between). */
+static void peer_capture_case(int da, int db) {
+  enum { REPS = 3 };
+  gpar_buffer src = mk(da), dst = mk(db);
+  gpar_stats s0, s1;
+  gpar_graph *gr = NULL;
+  int st = gpar_graph_begin(eng);
+  if (st == GPAR_OK) st = gpar_fill(src, 0, BYTES, 0x5a);
+  if (st == GPAR_OK) st = gpar_copy(dst, N * sizeof(float), src, 0, BYTES - N * sizeof(float));
+  int es = gpar_graph_end(eng, &gr);
+  if (st == GPAR_OK) st = es;
+  gpar_wait_all(eng);
+  gpar_stats_get(eng, &s0);
+  int right = 0;
+  unsigned char h[BYTES];
+  for (int r = 0; r < REPS && st == GPAR_OK; r++) {
+    if ((st = gpar_fill(dst, 0, BYTES, 0))) break;
+    if ((st = gpar_graph_launch(gr))) break;
+    if ((st = gpar_read(dst, 0, h, BYTES))) break;
+    int good = 1;
+    for (size_t i = 0; i < BYTES; i++) good &= h[i] == (i < N * sizeof(float) ? 0 : 0x5a);
+    right += good;
+  }
+  gpar_wait_all(eng);
+  gpar_stats_get(eng, &s1);
+  uint64_t native = s1.graph_native_launches - s0.graph_native_launches;
+  ok(st == GPAR_OK && right == REPS && native == REPS,
+     "devices %d -> %d (CUDA, peer access): a part with a peer copy is captured: %llu CUDA graph launches for %d "
+     "launches, %d of %d right (%s) %s",
+     da, db, (unsigned long long)native, REPS, right, REPS, gpar_status_name(st), st ? gpar_last_error() : "");
+  if (gr) gpar_graph_destroy(gr);
+  gpar_buffer_release(src);
+  gpar_buffer_release(dst);
+}
+
 static void bad_input(void) {
   gpar_buffer a = mk(GPAR_HOST), b = mk(GPAR_HOST);
   float h[N * N];
@@ -454,6 +493,14 @@ int main(void) {
     replay_vs_eager("every device, reversed", rev, na, 3);
     fault_two_parts(all[0], all[na - 1]);
     fault_two_parts(all[na - 1], all[0]);
+  }
+  for (int a = 0; a < na; a++) {
+    gpar_device_props pa, pb;
+    if (gpar_device_info(eng, all[a], &pa) || pa.backend_id != GPAR_BACKEND_CUDA) continue;
+    for (int b = 0; b < na; b++)
+      if (b != a && all[b] < 64 && (pa.peer_mask >> all[b] & 1) && gpar_device_info(eng, all[b], &pb) == GPAR_OK &&
+          pb.backend_id == GPAR_BACKEND_CUDA)
+        peer_capture_case(all[a], all[b]);
   }
   bad_input();
   threads_case();

@@ -223,8 +223,16 @@ static int cuda_event_elapsed(gpar__event *start, gpar__event *end, double *ms) 
   return st;
 }
 
+/* Never on a lane that is capturing a graph: cudaStreamSynchronize is refused there and would
+ * invalidate the capture. */
 static int cuda_lane_sync(gpar__bdev *dev, int lane) {
-  return gpar__cuda_check(cudaStreamSynchronize(dev->d.lane[lane]), "cudaStreamSynchronize");
+  enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+  int st = gpar__cuda_check(cudaStreamIsCapturing(dev->d.lane[lane], &cs), "cudaStreamIsCapturing");
+  if (st == GPAR_OK && cs != cudaStreamCaptureStatusNone)
+    return gpar__errorf(GPAR_EBACKEND, "cuda: device %d: lane %d is capturing a graph; not synchronised",
+                        dev->d.ordinal, lane);
+  if (st == GPAR_OK) st = gpar__cuda_check(cudaStreamSynchronize(dev->d.lane[lane]), "cudaStreamSynchronize");
+  return st;
 }
 
 /* ---- devices ---- */
@@ -238,6 +246,7 @@ static void cuda_dev_destroy(struct cuda_dev *d) {
     if (d->lane[l]) (void)cudaStreamDestroy(d->lane[l]);
   if (d->alloc_stream) (void)cudaStreamDestroy(d->alloc_stream);
   cuda_event_pool_destroy(d);
+  if (d->join_ev) (void)cudaEventDestroy(d->join_ev);
   if (d->pool) {
     /* The default pool is process-wide: give back what we cached and restore its threshold. */
     (void)cudaMemPoolTrimTo(d->pool, 0);
@@ -269,9 +278,10 @@ static int cuda_device_open(gpar__backend *be, int idx, gpar__bdev **devp) {
     cudaError_t e = cudaDeviceEnablePeerAccess(j, 0);
     if (e == cudaErrorPeerAccessAlreadyEnabled) {
       (void)cudaGetLastError();
-      continue;
+      e = cudaSuccess;
     }
     if ((st = gpar__cuda_check(e, "cudaDeviceEnablePeerAccess"))) goto fail;
+    if (j < 64) d->peer_on |= (uint64_t)1 << j;
   }
 
   /* Lanes: non-blocking streams, never synchronised with the legacy default stream. */
@@ -315,6 +325,8 @@ static int cuda_device_open(gpar__backend *be, int idx, gpar__bdev **devp) {
   }
 
   if ((st = gpar__cuda_blas_open(d))) goto fail;
+  if ((st = gpar__cuda_check(cudaEventCreateWithFlags(&d->join_ev, cudaEventDisableTiming), "cudaEventCreateWithFlags")))
+    goto fail;
 
   for (int k = 0; k < 2; k++)
     for (int i = 0; i < CUDA_EVENT_PREFILL; i++) {
@@ -457,6 +469,11 @@ static int cuda_copy(gpar__bdev *dev, int lane, const gpar__copy_args *a) {
     return gpar__cuda_check(cudaMemcpyAsync(dst, src, a->bytes, cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync(D2D)");
   case GPAR__COPY_PEER:
     if (!a->peer) return gpar__errorf(GPAR_EINVAL, "cuda: peer copy without a destination device");
+    /* With peer access a UVA copy goes device to device directly, and a stream capture takes it
+     * as a memcpy node; cudaMemcpyPeerAsync is refused while capturing (error 900). */
+    if (gpar__cuda_peer_on(d, a->peer->d.ordinal))
+      return gpar__cuda_check(cudaMemcpyAsync(dst, src, a->bytes, cudaMemcpyDeviceToDevice, s),
+                              "cudaMemcpyAsync(peer)");
     return gpar__cuda_check(cudaMemcpyPeerAsync(dst, a->peer->d.ordinal, src, d->ordinal, a->bytes, s),
                       "cudaMemcpyPeerAsync");
   default:
@@ -504,4 +521,5 @@ const gpar__backend_ops gpar__cuda_backend = {
     .graph_end = gpar__cuda_graph_end,
     .graph_launch = gpar__cuda_graph_launch,
     .graph_destroy = gpar__cuda_graph_destroy,
+    .graph_copy_ok = gpar__cuda_graph_copy_ok,
 };

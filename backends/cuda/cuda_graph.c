@@ -14,19 +14,54 @@ int gpar__cuda_graph_begin(gpar__bdev *dev, int lane) {
                           "cudaStreamBeginCapture");
 }
 
+/* Discarding a failed capture: a lane forked from the origin and not joined back would make
+ * cudaStreamEndCapture fail as unjoined; while the capture is still valid, join every such lane
+ * (an invalidated capture refuses any further call and only needs ending). */
+static void join_lanes(struct cuda_dev *d, int lane) {
+  enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(d->lane[lane], &cs) != cudaSuccess || cs != cudaStreamCaptureStatusActive) return;
+  for (int l = 0; l < GPAR__NLANES; l++) {
+    enum cudaStreamCaptureStatus ls = cudaStreamCaptureStatusNone;
+    if (l == lane || cudaStreamIsCapturing(d->lane[l], &ls) != cudaSuccess || ls != cudaStreamCaptureStatusActive)
+      continue;
+    if (cudaEventRecord(d->join_ev, d->lane[l]) != cudaSuccess ||
+        cudaStreamWaitEvent(d->lane[lane], d->join_ev, 0) != cudaSuccess)
+      return; /* the capture is invalidated now: ending it is all that is left */
+  }
+}
+
 int gpar__cuda_graph_end(gpar__bdev *dev, int lane, void **out) {
+  struct cuda_dev *d = &dev->d;
   cudaGraph_t g = NULL;
   cudaGraphExec_t exec = NULL;
-  int st = gpar__cuda_check(cudaStreamEndCapture(dev->d.lane[lane], &g), "cudaStreamEndCapture");
+  if (!out) join_lanes(d, lane);
+  int st = gpar__cuda_check(cudaStreamEndCapture(d->lane[lane], &g), "cudaStreamEndCapture");
   if (st == GPAR_OK && out)
     st = gpar__cuda_check(cudaGraphInstantiateWithFlags(&exec, g, 0), "cudaGraphInstantiateWithFlags");
   if (g) (void)cudaGraphDestroy(g);
+  /* Ended, even when it failed: a lane still capturing would refuse the eager replay. */
+  for (int l = 0; l < GPAR__NLANES; l++) {
+    enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(d->lane[l], &cs) == cudaSuccess && cs == cudaStreamCaptureStatusNone) continue;
+    (void)cudaGetLastError();
+    if (exec) (void)cudaGraphExecDestroy(exec);
+    exec = NULL;
+    if (st == GPAR_OK || !out)
+      st = gpar__errorf(GPAR_EBACKEND, "cuda: device %d: lane %d still capturing after cudaStreamEndCapture",
+                        d->ordinal, l);
+    break;
+  }
   if (st == GPAR_OK && out) *out = (void *)exec;
   return st;
 }
 
 int gpar__cuda_graph_launch(gpar__bdev *dev, int lane, void *graph) {
   return gpar__cuda_check(cudaGraphLaunch((cudaGraphExec_t)graph, dev->d.lane[lane]), "cudaGraphLaunch");
+}
+
+/* A peer copy is captured only as the plain UVA copy that peer access allows (cuda_copy). */
+int gpar__cuda_graph_copy_ok(gpar__bdev *dev, const gpar__copy_args *a) {
+  return a->kind != GPAR__COPY_PEER || (a->peer && gpar__cuda_peer_on(&dev->d, a->peer->d.ordinal));
 }
 
 /* Any thread; the graph is not running (the core waited for its launches). */

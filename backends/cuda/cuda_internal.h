@@ -43,7 +43,15 @@ struct cuda_dev {
   uint64_t old_threshold; /* the default pool's threshold before us, restored at close */
   pthread_mutex_t ev_lock;
   struct cuda_event_pool ev_pool[2]; /* [0]: timing disabled, [1]: timing */
+  uint64_t peer_on;   /* bit j: this device has peer access to device ordinal j enabled (j < 64) */
+  cudaEvent_t join_ev; /* cuda_graph.c: joins lanes back into a capture that is discarded */
 };
+
+/* 1 when d has peer access to device ordinal peer enabled (peer copies are then plain UVA
+ * copies, which a stream capture accepts; cudaMemcpyPeerAsync is refused while capturing). */
+static inline int gpar__cuda_peer_on(const struct cuda_dev *d, int peer) {
+  return peer >= 0 && peer < 64 && (d->peer_on >> peer & 1);
+}
 
 /* gpar__bdev is opaque to the core; here it is a cuda_dev. */
 struct gpar__bdev {
@@ -87,5 +95,6 @@ GPAR__HIDDEN int gpar__cuda_graph_begin(gpar__bdev *dev, int lane);
 GPAR__HIDDEN int gpar__cuda_graph_end(gpar__bdev *dev, int lane, void **graph);
 GPAR__HIDDEN int gpar__cuda_graph_launch(gpar__bdev *dev, int lane, void *graph);
 GPAR__HIDDEN void gpar__cuda_graph_destroy(gpar__bdev *dev, void *graph);
+GPAR__HIDDEN int gpar__cuda_graph_copy_ok(gpar__bdev *dev, const gpar__copy_args *a);
 
 #endif
