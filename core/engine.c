@@ -13,7 +13,7 @@ static const gpar__backend_ops *const gpar__backends[] = {&gpar__host_backend, &
                                                           &gpar__opencl_backend};
 
 static const char *const gpar__fault_names[GPAR__FAULT_KINDS] = {
-    "alloc", "pinned", "copy", "gemm", "fill", "user", "event", "completion", "register"};
+    "alloc", "pinned", "copy", "gemm", "fill", "user", "event", "completion", "register", "capture"};
 
 double gpar__now(void) {
   struct timespec ts;

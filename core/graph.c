@@ -635,6 +635,9 @@ static int replay_gpu(gpar__device *dev, gpar__graph_part *p, int *status, gpar_
       if (!capturing) ops->lane_sync(dev->bdev, op->lane);
     }
   }
+  /* Fault "capture": a failure with every lane forked and none joined back (tests). */
+  if (capturing && !halted(&f, capturing) && (st = gpar__fault(dev->eng, GPAR__FAULT_CAPTURE)) != GPAR_OK)
+    note_failure(&f, st);
   for (int l = 1; l < GPAR__NLANES && !halted(&f, capturing); l++) {
     int last = p->lane_last[l];
     if (last >= 0 && ev[last] && (st = ops->event_wait(dev->bdev, GPAR__LANE_COMPUTE, ev[last])) != GPAR_OK)

@@ -238,7 +238,9 @@ GPAR_API int gpar_stats_get(gpar_engine *eng, gpar_stats *stats);
 
 /* Fault injection for tests: make the nth (1-based) later backend call of `kind` fail with
  * GPAR_EFAULT; n = 0 clears it. Kinds: "alloc", "pinned", "copy", "gemm", "fill", "user",
- * "event", "completion". Also set by env GPAR_FAULT=kind:n at gpar_init. */
+ * "event", "completion", "register", "capture" (a graph part's capture into a backend graph
+ * fails after its ops were captured: the part then replays op by op, without error). Also set by
+ * env GPAR_FAULT=kind:n at gpar_init. */
 GPAR_API int gpar_fault_inject(gpar_engine *eng, const char *kind, unsigned long n);
 
 /* ---- Backend status: how many devices each backend gave, or why none ---- */

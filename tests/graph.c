@@ -1,7 +1,7 @@
 /* graph.c: op graphs (gpar_graph_*): a recorded sequence replayed equals the same sequence run
  * eagerly, on every device and across devices (GEMMs, fills, writes, copies between devices,
  * host functions); launches in a row interleaved with eager ops; faults inside a launch; CUDA
- * peer copies captured into CUDA graphs; bad input; a buffer released while a graph uses it;
+ * peer copies captured into CUDA graphs, a failed capture replayed; bad input; a buffer released while a graph uses it;
  * shutdown with live graphs. */
 #include <math.h>
 #include <pthread.h>
@@ -334,6 +334,47 @@ static void peer_capture_case(int da, int db) {
   gpar_buffer_release(dst);
 }
 
+/* CUDA: a capture that fails with its lanes forked (injected "capture" fault) is ended and
+ * discarded, the part replays op by op with the right result at this launch and the next, and
+ * no launch counts as native. Under compute-sanitizer this path must make no CUDA call fail. */
+static void capture_fault_case(int dev) {
+  gpar_buffer a = mk(dev), b = mk(dev), c = mk(dev);
+  gpar_stats s0, s1;
+  float ha[N * N], hc[N * N];
+  for (int i = 0; i < N * N; i++) ha[i] = (float)i * 0.25f - 3.0f;
+  gpar_graph *gr = NULL;
+  gpar_graph_begin(eng);
+  gpar_fill(c, 0, BYTES, 0x11);
+  gpar_write(a, 0, ha, BYTES);  /* host-to-device lane, forked from the compute lane */
+  gpar_copy(b, 0, a, 0, BYTES); /* device-to-device lane, forked too */
+  gpar_copy(c, N * sizeof(float), b, 0, N * sizeof(float));
+  int es = gpar_graph_end(eng, &gr);
+  gpar_wait_all(eng);
+  gpar_stats_get(eng, &s0);
+  gpar_fault_inject(eng, "capture", 1);
+  int right = 0, st = es;
+  for (int r = 0; r < 2 && st == GPAR_OK; r++) {
+    if ((st = gpar_fill(c, 0, BYTES, 0))) break;
+    if ((st = gpar_graph_launch(gr))) break;
+    if ((st = gpar_read(c, 0, hc, BYTES))) break;
+    unsigned char *hb = (unsigned char *)hc;
+    right += hb[0] == 0x11 && hb[N * sizeof(float) - 1] == 0x11 && !memcmp(hc + N, ha, N * sizeof(float)) &&
+             hb[2 * N * sizeof(float)] == 0x11;
+  }
+  int wa = gpar_wait_all(eng);
+  gpar_fault_inject(eng, "capture", 0);
+  gpar_stats_get(eng, &s1);
+  uint64_t native = s1.graph_native_launches - s0.graph_native_launches;
+  ok(st == GPAR_OK && wa == GPAR_OK && right == 2 && native == 0,
+     "device %d: a capture failing with lanes forked (injected) is discarded; the part replays: %d of 2 launches "
+     "right, %llu native (%s %s) %s",
+     dev, right, (unsigned long long)native, gpar_status_name(st), gpar_status_name(wa), st ? gpar_last_error() : "");
+  if (gr) gpar_graph_destroy(gr);
+  gpar_buffer_release(a);
+  gpar_buffer_release(b);
+  gpar_buffer_release(c);
+}
+
 static void bad_input(void) {
   gpar_buffer a = mk(GPAR_HOST), b = mk(GPAR_HOST);
   float h[N * N];
@@ -484,6 +525,7 @@ int main(void) {
     fault_case(d);
     fault_exact(d);
     released_case(d);
+    if (p.backend_id == GPAR_BACKEND_CUDA) capture_fault_case(d);
     if (na < 16) all[na++] = d;
   }
   if (na > 1) {
