@@ -21,8 +21,9 @@ int gpar__cuda_blas_open(struct cuda_dev *d) {
   /* The workspace is set after cublasSetStream, which resets it. */
   if ((st = gpar__cublas_check(cublasCreate(&d->blas), "cublasCreate"))) return st;
   if ((st = gpar__cublas_check(cublasSetStream(d->blas, d->lane[GPAR__LANE_COMPUTE]), "cublasSetStream"))) return st;
-  if ((st = gpar__cublas_check(cublasSetMathMode(d->blas, d->be->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
-                         "cublasSetMathMode")))
+  if ((st = gpar__cublas_check(
+           cublasSetMathMode(d->blas, d->be->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
+           "cublasSetMathMode")))
     return st;
   if ((st = gpar__cuda_check(cudaMalloc(&d->blas_ws, CUDA_BLAS_WORKSPACE), "cudaMalloc(cuBLAS workspace)"))) return st;
   if ((st = gpar__cublas_check(cublasSetWorkspace(d->blas, d->blas_ws, CUDA_BLAS_WORKSPACE), "cublasSetWorkspace")))
