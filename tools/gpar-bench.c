@@ -519,6 +519,8 @@ static void usage(FILE *f) {
           "Environment:\n"
           "  GPAR_BACKENDS    host,cuda,opencl: the backends gpar_init probes\n"
           "  POCL_DEVICES     \"pthread pthread\" gives PoCL two CPU devices\n"
+          "  GPAR_CUBLASLT    0: CUDA GEMMs by cublasSgemm on every call instead of cublasLt\n"
+          "                   plans cached per shape (the last line says which path ran)\n"
           "\n"
           "Examples:\n"
           "  gpar-bench multi-device --backend cuda --raw --repeat 5\n"
