@@ -234,7 +234,7 @@ typedef struct gpar_stats {
   uint64_t pinned_bytes_pool; /* pinned host bytes held by the pool (free + in use) */
   uint64_t events_live;     /* backend events held by the engine's ops (pools not counted) */
   uint64_t graph_native_launches; /* graph parts run as one backend graph (CUDA graph) */
-  uint64_t gemm_lt_calls;     /* CUDA GEMMs enqueued through a cached cublasLt plan (a captured one counts once) */
+  uint64_t gemm_lt_calls;     /* CUDA GEMMs enqueued through a cached cublasLt plan (captured: once) */
   uint64_t gemm_lt_fallbacks; /* CUDA GEMMs enqueued by cublasSgemm/Dgemm instead (GPAR_CUBLASLT=0, or no
                                  cublasLt algorithm for the shape); alpha == 0 or k == 0 count in neither */
 } gpar_stats;

@@ -75,7 +75,8 @@ static void make_data(const lt_case *c, int elem, int tf32, uint64_t seed, lt_da
         ab = tu_ref_elem(c->ta, c->tb, i, j, c->k, d->A + c->off_a, d->lda, d->B + c->off_b, d->ldb, &absum);
       double bc0 = c->beta == 0.0 ? 0.0 : c->beta * d->C0[x];
       d->want[x] = c->alpha * ab + bc0;
-      d->tol[x] = (2.0 * c->k * eps + in) * fabs(c->alpha) * absum + 4.0 * eps * (fabs(bc0) + fabs(c->alpha * ab)) + 1e-300;
+      d->tol[x] = (2.0 * c->k * eps + in) * fabs(c->alpha) * absum + 4.0 * eps * (fabs(bc0) + fabs(c->alpha * ab)) +
+                  1e-300;
     }
 }
 
@@ -270,8 +271,9 @@ static void check_eviction(gpar_engine *lt, int dl, int ord, uint64_t seed) {
   }
   ok(fails == 0 && bad == 0, "cuda %d: %d distinct sgemm shapes, then %d evicted ones again: all right", ord, nshape,
      again);
-  ok(sum_lt == (uint64_t)(nshape + again) && sum_fb == 0, "cuda %d: all %d ran through cublasLt (lt %llu, fallback %llu)",
-     ord, nshape + again, (unsigned long long)sum_lt, (unsigned long long)sum_fb);
+  ok(sum_lt == (uint64_t)(nshape + again) && sum_fb == 0,
+     "cuda %d: all %d ran through cublasLt (lt %llu, fallback %llu)", ord, nshape + again,
+     (unsigned long long)sum_lt, (unsigned long long)sum_fb);
 }
 
 /* A GEMM recorded into a gpar graph becomes part of a CUDA graph: the cublasLt call is captured
@@ -307,7 +309,7 @@ static void check_graph(gpar_engine *lt, int dl, int ord, uint64_t seed) {
   ok(st == GPAR_OK && bad == 0, "cuda %d: sgemm in a graph, two launches: right", ord);
   ok(st == GPAR_OK && s1.graph_native_launches - s0.graph_native_launches == 2 &&
          s1.gemm_lt_calls - s0.gemm_lt_calls == 1,
-     "cuda %d: the graph ran as a CUDA graph with the cublasLt call captured once (native launches %llu, lt calls %llu)",
+     "cuda %d: a CUDA graph ran it, the cublasLt call captured once (native launches %llu, lt calls %llu)",
      ord, st == GPAR_OK ? (unsigned long long)(s1.graph_native_launches - s0.graph_native_launches) : 0ull,
      st == GPAR_OK ? (unsigned long long)(s1.gemm_lt_calls - s0.gemm_lt_calls) : 0ull);
   if (g) gpar_graph_destroy(g);
@@ -345,8 +347,8 @@ int main(void) {
   }
   gpar_stats s;
   if (gpar_stats_get(bl, &s) == GPAR_OK)
-    ok(s.gemm_lt_calls == 0 && s.gemm_lt_fallbacks > 0, "GPAR_CUBLASLT=0 engine: no cublasLt call at all (%llu cuBLAS)",
-       (unsigned long long)s.gemm_lt_fallbacks);
+    ok(s.gemm_lt_calls == 0 && s.gemm_lt_fallbacks > 0,
+       "GPAR_CUBLASLT=0 engine: no cublasLt call at all (%llu cuBLAS)", (unsigned long long)s.gemm_lt_fallbacks);
   ok(gpar_shutdown(lt) == GPAR_OK && gpar_shutdown(bl) == GPAR_OK && gpar_shutdown(tf) == GPAR_OK, "shutdown");
   return done_testing();
 }

@@ -80,7 +80,8 @@ static int lt_plan_make(struct cuda_dev *d, const struct cuda_lt_key *k, struct 
   s = cublasLtMatmulAlgoGetHeuristic(d->lt.lt, p->desc, p->la, p->lb, p->lc, p->lc, pref, 1, &res, &got);
   (void)cublasLtMatmulPreferenceDestroy(pref);
   pref = NULL;
-  if (s == CUBLAS_STATUS_NOT_SUPPORTED || (s == CUBLAS_STATUS_SUCCESS && got < 1)) {
+  const int none = s == CUBLAS_STATUS_SUCCESS && (got < 1 || res.state != CUBLAS_STATUS_SUCCESS);
+  if (none || s == CUBLAS_STATUS_NOT_SUPPORTED) {
     lt_plan_clear(p);
     p->key = *k;
     p->state = CUDA_LT_NONE;
