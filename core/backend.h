@@ -5,6 +5,7 @@
 #define GPAR_CORE_BACKEND_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "gpar.h"
 
 #define GPAR__HIDDEN __attribute__((visibility("hidden")))
@@ -141,6 +142,9 @@ typedef struct gpar__backend_ops {
   int (*copy)(gpar__bdev *dev, int lane, const gpar__copy_args *a);
   int (*fill)(gpar__bdev *dev, int lane, void *mem, size_t off, size_t bytes, unsigned char value);
   int (*gemm)(gpar__bdev *dev, int lane, const gpar__gemm_args *a);
+  /* Optional, any thread: GEMMs this device ran through a plan cached per shape (CUDA:
+   * cublasLt) and GEMMs it ran by the plain BLAS call instead (gpar_stats). */
+  void (*gemm_counts)(gpar__bdev *dev, uint64_t *planned, uint64_t *fallback);
   /* Direct device-to-device copies from backend device src_idx to dst_idx possible. */
   int (*peer_ok)(gpar__backend *be, int src_idx, int dst_idx);
 

@@ -35,6 +35,7 @@ static void config_from_env(gpar_config *cfg, const char **fault) {
   if ((s = getenv("GPAR_TRACE")) && *s) cfg->trace_path = s;
   if ((s = getenv("GPAR_PINNED_LIMIT_MB"))) cfg->pinned_limit = (size_t)strtoull(s, NULL, 10) << 20;
   if ((s = getenv("GPAR_QUIET"))) cfg->quiet = atoi(s);
+  if ((s = getenv("GPAR_CUBLASLT"))) cfg->cublaslt = atoi(s) ? 1 : -1;
   if ((s = getenv("GPAR_BACKENDS"))) {
     cfg->backends = 0;
     static const char *const names[] = {"host", "cuda", "opencl"};
@@ -314,6 +315,14 @@ GPAR_API int gpar_stats_get(gpar_engine *e, gpar_stats *stats) {
   pthread_mutex_unlock(&eng->pinned.mu);
   stats->events_live = (uint64_t)atomic_load(&eng->events_live);
   stats->graph_native_launches = atomic_load(&eng->graph_native);
+  for (int i = 0; i < eng->ndev; i++) {
+    const gpar__device *dev = eng->devs[i];
+    uint64_t planned = 0, fallback = 0;
+    if (!dev->ops->gemm_counts || !dev->bdev) continue;
+    dev->ops->gemm_counts(dev->bdev, &planned, &fallback);
+    stats->gemm_lt_calls += planned;
+    stats->gemm_lt_fallbacks += fallback;
+  }
   gpar__engine_leave(eng);
   return GPAR_OK;
 }

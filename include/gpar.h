@@ -93,6 +93,9 @@ typedef struct gpar_config {
   const char *trace_path; /* non-NULL: write a Chrome trace-event JSON here at shutdown ("": time ops, no file). env GPAR_TRACE */
   size_t pinned_limit;  /* most bytes of pinned host memory the pool may hold; 0: no limit. env GPAR_PINNED_LIMIT_MB */
   int quiet;            /* 1: no diagnostics on stderr about absent devices. env GPAR_QUIET */
+  int cublaslt;         /* CUDA sgemm/dgemm: 0 (default) or 1: through cublasLt plans cached per shape, with
+                           cublasSgemm/Dgemm where cublasLt has no algorithm; -1: cublasSgemm/Dgemm always.
+                           env GPAR_CUBLASLT=0 gives -1, =1 gives 1 */
 } gpar_config;
 
 /* Backend bits for gpar_config.backends and gpar_device_info.backend_id. */
@@ -231,6 +234,9 @@ typedef struct gpar_stats {
   uint64_t pinned_bytes_pool; /* pinned host bytes held by the pool (free + in use) */
   uint64_t events_live;     /* backend events held by the engine's ops (pools not counted) */
   uint64_t graph_native_launches; /* graph parts run as one backend graph (CUDA graph) */
+  uint64_t gemm_lt_calls;     /* CUDA GEMMs enqueued through a cached cublasLt plan (captured: once) */
+  uint64_t gemm_lt_fallbacks; /* CUDA GEMMs enqueued by cublasSgemm/Dgemm instead (GPAR_CUBLASLT=0, or no
+                                 cublasLt algorithm for the shape); alpha == 0 or k == 0 count in neither */
 } gpar_stats;
 
 /* Snapshot of the engine's counters. */

@@ -84,3 +84,7 @@ tests_mpi_comm_mpi_SOURCES = tests/mpi/comm_mpi.c tests/comm_ref.h $(GPAR_TEST_H
 tests_mpi_comm_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
 tests_mpi_comm_mpi_LDADD = libgpar_mpi.la libgpar.la $(MPI_LIBS)
 endif
+# CUDA GEMMs through cached cublasLt plans vs cublasSgemm/Dgemm (issue 11); skips without a CUDA device.
+GPAR_TAP_TESTS += tests/cuda_gemm_lt
+tests_cuda_gemm_lt_SOURCES = tests/cuda_gemm_lt.c $(GPAR_TEST_HDRS)
+tests_cuda_gemm_lt_LDADD = libgpar.la -lm

@@ -519,6 +519,8 @@ static void usage(FILE *f) {
           "Environment:\n"
           "  GPAR_BACKENDS    host,cuda,opencl: the backends gpar_init probes\n"
           "  POCL_DEVICES     \"pthread pthread\" gives PoCL two CPU devices\n"
+          "  GPAR_CUBLASLT    0: CUDA GEMMs by cublasSgemm on every call instead of cublasLt\n"
+          "                   plans cached per shape (the last line says which path ran)\n"
           "\n"
           "Examples:\n"
           "  gpar-bench multi-device --backend cuda --raw --repeat 5\n"
@@ -699,6 +701,12 @@ int main(int argc, char **argv) {
     rc = run(&ctx);
   }
 
+  { /* Which path the CUDA GEMMs took (GPAR_CUBLASLT): cached cublasLt plans or cublasSgemm/Dgemm. */
+    gpar_stats gs;
+    if (gpar_stats_get(ctx.eng, &gs) == GPAR_OK && gs.gemm_lt_calls + gs.gemm_lt_fallbacks > 0)
+      printf("cuda gemms: %llu through cublasLt plans, %llu by cublasSgemm/Dgemm\n",
+             (unsigned long long)gs.gemm_lt_calls, (unsigned long long)gs.gemm_lt_fallbacks);
+  }
   st = gpar_shutdown(ctx.eng); /* writes the trace */
   if (st != GPAR_OK) {
     bench_fail("gpar_shutdown", st);

@@ -1,6 +1,6 @@
 /* cuda_backend.c: the CUDA backend of libgpar: four non-blocking streams per device, stream-ordered
- * device memory and pooled events, in plain C over cudart. GEMM (cuBLAS) is in cuda_blas_cublas.c,
- * the private types in cuda_internal.h. */
+ * device memory and pooled events, in plain C over cudart. GEMM is in cuda_blas_cublas.c (cuBLAS)
+ * and cuda_blas_lt.c (cublasLt plans), the private types in cuda_internal.h. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -59,6 +59,7 @@ static int cuda_open(const gpar_config *cfg, gpar__backend **bep, int *ndev) {
   if (!be) return gpar__errorf(GPAR_ENOMEM, "cuda: out of host memory");
   be->ndev = n;
   be->tf32 = cfg ? cfg->tf32 : 0;
+  be->lt = cfg ? cfg->cublaslt >= 0 : 1;
   *bep = be;
   *ndev = n;
   return GPAR_OK;
@@ -505,6 +506,7 @@ const gpar__backend_ops gpar__cuda_backend = {
     .copy = cuda_copy,
     .fill = cuda_fill,
     .gemm = gpar__cuda_gemm,
+    .gemm_counts = gpar__cuda_gemm_counts,
     .comm_create = gpar__cuda_comm_create,
     .coll = gpar__cuda_coll,
     .comm_destroy = gpar__cuda_comm_destroy,

@@ -1,12 +1,10 @@
-/* cuda_blas_cublas.c: GEMM on CUDA through cuBLAS: the per-device handle bound to the compute
- * lane, its workspace, math mode, and the status mapping of cuBLAS errors. */
+/* cuda_blas_cublas.c: GEMM on CUDA: the per-device cuBLAS handle bound to the compute lane, its
+ * workspace and math mode, the status mapping of cuBLAS errors, and the gemm entry, which runs
+ * a GEMM through a cached cublasLt plan (cuda_blas_lt.c) and through cublasSgemm/Dgemm when
+ * cublasLt has none or GPAR_CUBLASLT=0. */
 #include "cuda_internal.h"
 
-/* cuBLAS workspace per handle, set by us so cuBLAS never allocates (and synchronises) on its own.
- * 32 MiB is NVIDIA's recommendation for Hopper. */
-#define CUDA_BLAS_WORKSPACE ((size_t)32 << 20)
-
-static int cublas_check(cublasStatus_t s, const char *what) {
+int gpar__cublas_check(cublasStatus_t s, const char *what) {
   int st;
   if (s == CUBLAS_STATUS_SUCCESS) return GPAR_OK;
   switch (s) {
@@ -21,16 +19,20 @@ static int cublas_check(cublasStatus_t s, const char *what) {
 int gpar__cuda_blas_open(struct cuda_dev *d) {
   int st;
   /* The workspace is set after cublasSetStream, which resets it. */
-  if ((st = cublas_check(cublasCreate(&d->blas), "cublasCreate"))) return st;
-  if ((st = cublas_check(cublasSetStream(d->blas, d->lane[GPAR__LANE_COMPUTE]), "cublasSetStream"))) return st;
-  if ((st = cublas_check(cublasSetMathMode(d->blas, d->be->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
-                         "cublasSetMathMode")))
+  if ((st = gpar__cublas_check(cublasCreate(&d->blas), "cublasCreate"))) return st;
+  if ((st = gpar__cublas_check(cublasSetStream(d->blas, d->lane[GPAR__LANE_COMPUTE]), "cublasSetStream"))) return st;
+  if ((st = gpar__cublas_check(
+           cublasSetMathMode(d->blas, d->be->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
+           "cublasSetMathMode")))
     return st;
   if ((st = gpar__cuda_check(cudaMalloc(&d->blas_ws, CUDA_BLAS_WORKSPACE), "cudaMalloc(cuBLAS workspace)"))) return st;
-  return cublas_check(cublasSetWorkspace(d->blas, d->blas_ws, CUDA_BLAS_WORKSPACE), "cublasSetWorkspace");
+  if ((st = gpar__cublas_check(cublasSetWorkspace(d->blas, d->blas_ws, CUDA_BLAS_WORKSPACE), "cublasSetWorkspace")))
+    return st;
+  return d->be->lt ? gpar__cuda_lt_open(d) : GPAR_OK;
 }
 
 void gpar__cuda_blas_close(struct cuda_dev *d) {
+  gpar__cuda_lt_close(d);
   if (d->blas) (void)cublasDestroy(d->blas);
   if (d->blas_ws) (void)cudaFree(d->blas_ws);
   d->blas = NULL;
@@ -50,13 +52,13 @@ static int cuda_gemm_scale_c(struct cuda_dev *d, const gpar__gemm_args *a) {
   if (a->elem_size == 4) {
     const float beta = (float)a->beta, zero = 0.0f;
     float *c = (float *)a->c + a->c_off;
-    return cublas_check(
+    return gpar__cublas_check(
         cublasSgeam(d->blas, CUBLAS_OP_N, CUBLAS_OP_N, a->m, a->n, &beta, c, a->ldc, &zero, c, a->ldc, c, a->ldc),
         "cublasSgeam (sgemm with alpha or k = 0)");
   }
   const double beta = a->beta, zero = 0.0;
   double *c = (double *)a->c + a->c_off;
-  return cublas_check(
+  return gpar__cublas_check(
       cublasDgeam(d->blas, CUBLAS_OP_N, CUBLAS_OP_N, a->m, a->n, &beta, c, a->ldc, &zero, c, a->ldc, c, a->ldc),
       "cublasDgeam (dgemm with alpha or k = 0)");
 }
@@ -65,22 +67,36 @@ int gpar__cuda_gemm(gpar__bdev *dev, int lane, const gpar__gemm_args *a) {
   struct cuda_dev *d = &dev->d;
   cublasOperation_t ta = a->trans_a == GPAR_TRANS ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t tb = a->trans_b == GPAR_TRANS ? CUBLAS_OP_T : CUBLAS_OP_N;
+  int st, ran = 0;
   if (lane != GPAR__LANE_COMPUTE)
     return gpar__errorf(GPAR_EINVAL, "cuda: gemm on lane %d; the cuBLAS handle is bound to the compute lane", lane);
   if (a->elem_size != 4 && a->elem_size != 8)
     return gpar__errorf(GPAR_EINVAL, "cuda: gemm element size %d", a->elem_size);
   if (a->alpha == 0.0 || a->k == 0) return cuda_gemm_scale_c(d, a);
+  if (d->be->lt) {
+    if ((st = gpar__cuda_lt_gemm(d, a, &ran))) return st;
+    if (ran) {
+      atomic_fetch_add_explicit(&d->lt.calls, 1, memory_order_relaxed);
+      return GPAR_OK;
+    }
+  }
+  atomic_fetch_add_explicit(&d->lt.fallbacks, 1, memory_order_relaxed);
   if (a->elem_size == 4) {
     const float alpha = (float)a->alpha, beta = (float)a->beta;
-    return cublas_check(cublasSgemm(d->blas, ta, tb, a->m, a->n, a->k, &alpha, (const float *)a->a + a->a_off, a->lda,
-                                    (const float *)a->b + a->b_off, a->ldb, &beta, (float *)a->c + a->c_off, a->ldc),
-                        "cublasSgemm");
+    return gpar__cublas_check(cublasSgemm(d->blas, ta, tb, a->m, a->n, a->k, &alpha, (const float *)a->a + a->a_off,
+                                          a->lda, (const float *)a->b + a->b_off, a->ldb, &beta,
+                                          (float *)a->c + a->c_off, a->ldc),
+                              "cublasSgemm");
   }
-  if (a->elem_size == 8) {
-    const double alpha = a->alpha, beta = a->beta;
-    return cublas_check(cublasDgemm(d->blas, ta, tb, a->m, a->n, a->k, &alpha, (const double *)a->a + a->a_off, a->lda,
-                                    (const double *)a->b + a->b_off, a->ldb, &beta, (double *)a->c + a->c_off, a->ldc),
-                        "cublasDgemm");
-  }
-  return gpar__errorf(GPAR_EINVAL, "cuda: gemm element size %d", a->elem_size);
+  const double alpha = a->alpha, beta = a->beta;
+  return gpar__cublas_check(cublasDgemm(d->blas, ta, tb, a->m, a->n, a->k, &alpha, (const double *)a->a + a->a_off,
+                                        a->lda, (const double *)a->b + a->b_off, a->ldb, &beta,
+                                        (double *)a->c + a->c_off, a->ldc),
+                            "cublasDgemm");
+}
+
+/* Any thread: relaxed reads of counters only the dispatcher writes. */
+void gpar__cuda_gemm_counts(gpar__bdev *dev, uint64_t *planned, uint64_t *fallback) {
+  *planned = atomic_load_explicit(&dev->d.lt.calls, memory_order_relaxed);
+  *fallback = atomic_load_explicit(&dev->d.lt.fallbacks, memory_order_relaxed);
 }

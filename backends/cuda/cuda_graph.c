@@ -2,9 +2,10 @@
  * part of a recorded sequence on this device's lanes between graph_begin and graph_end: the
  * other lanes join the capture by waiting on an event of the compute lane and are joined back
  * the same way, so the capture yields one CUDA graph per device per part, with cross-lane edges
- * as event dependencies. A launch is then one cudaGraphLaunch on the compute lane. cuBLAS is
- * captured as is: its handle has an explicit workspace (cuda_blas_cublas.c), which graphs need,
- * since cuBLAS cannot allocate one during a capture. */
+ * as event dependencies. A launch is then one cudaGraphLaunch on the compute lane. cuBLAS and
+ * cublasLt are captured as they are: both get an explicit workspace (cuda_blas_cublas.c,
+ * cuda_blas_lt.c), which graphs need, since neither can allocate one during a capture; a
+ * cublasLt plan first needed during a capture is made there (host work only). */
 #include "cuda_internal.h"
 
 /* Thread-local mode: only the capturing dispatcher is barred from unsafe calls; the completion

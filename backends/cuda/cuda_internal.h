@@ -6,9 +6,11 @@
 #define GPAR_CUDA_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include <cuda_runtime_api.h>
+#include <cublasLt.h>
 #include <cublas_v2.h>
 
 #include "backend.h"
@@ -16,6 +18,46 @@
 struct gpar__backend {
   int ndev;
   int tf32;
+  int lt; /* 1: GEMMs through cached cublasLt plans (cuda_blas_lt.c); 0: cublasSgemm/Dgemm (GPAR_CUBLASLT=0) */
+};
+
+/* cuBLAS workspace per device, set by us so cuBLAS never allocates (and synchronises) on its own;
+ * cublasLt plans use the same one (same stream, so never two GEMMs in it at once). 32 MiB is
+ * NVIDIA's recommendation for Hopper. */
+#define CUDA_BLAS_WORKSPACE ((size_t)32 << 20)
+
+/* cublasLt plans kept per device (its compute lane); the least recently used one goes. */
+#define CUDA_LT_PLANS 32
+
+/* What identifies a plan: everything cublasLt's heuristic saw. Alignments are the largest power
+ * of two (at most 256) dividing both the operand's address and its leading dimension in bytes.
+ * alpha and beta are always host pointers (cublasLt's default pointer mode). All ints: no
+ * padding, compared with memcmp. */
+struct cuda_lt_key {
+  int elem_size, trans_a, trans_b, m, n, k, lda, ldb, ldc;
+  int align_a, align_b, align_c, tf32;
+};
+
+enum { CUDA_LT_EMPTY = 0, CUDA_LT_READY, CUDA_LT_NONE /* no algorithm: cublasSgemm/Dgemm */ };
+
+struct cuda_lt_plan {
+  struct cuda_lt_key key;
+  int state; /* CUDA_LT_* */
+  uint64_t used; /* cache tick of the last use (LRU) */
+  cublasLtMatmulDesc_t desc;
+  cublasLtMatrixLayout_t la, lb, lc;
+  cublasLtMatmulAlgo_t algo;
+};
+
+/* Touched only by the device's dispatcher thread (GEMMs run on the compute lane only) and by
+ * open/close; the counters are read by gpar_stats_get from any thread. */
+struct cuda_lt_cache {
+  cublasLtHandle_t lt;
+  struct cuda_lt_plan plan[CUDA_LT_PLANS];
+  uint64_t tick;
+  int last; /* index of the plan used last: looked at first */
+  _Atomic uint64_t calls;     /* GEMMs run through a plan */
+  _Atomic uint64_t fallbacks; /* GEMMs run by cublasSgemm/Dgemm instead */
 };
 
 struct cuda_dev;
@@ -38,7 +80,8 @@ struct cuda_dev {
   cudaStream_t lane[GPAR__NLANES];
   cudaStream_t alloc_stream; /* private, otherwise idle: only cudaMallocAsync/cudaFreeAsync */
   cublasHandle_t blas;       /* cuda_blas_cublas.c: bound to lane[GPAR__LANE_COMPUTE] */
-  void *blas_ws;
+  void *blas_ws;            /* CUDA_BLAS_WORKSPACE bytes, shared by cuBLAS and cublasLt */
+  struct cuda_lt_cache lt;   /* cuda_blas_lt.c */
   cudaMemPool_t pool;
   uint64_t old_threshold; /* the default pool's threshold before us, restored at close */
   pthread_mutex_t ev_lock;
@@ -80,8 +123,23 @@ GPAR__HIDDEN void gpar__cuda_exit(const struct cuda_dev *d, int prev);
 GPAR__HIDDEN int gpar__cuda_blas_open(struct cuda_dev *d);
 /* Destroy what gpar__cuda_blas_open made (d current; lanes idle). Safe on a partial open. */
 GPAR__HIDDEN void gpar__cuda_blas_close(struct cuda_dev *d);
-/* The backend's gemm entry (cuBLAS on the compute lane). */
+/* The backend's gemm entry (cublasLt or cuBLAS on the compute lane). */
 GPAR__HIDDEN int gpar__cuda_gemm(gpar__bdev *dev, int lane, const gpar__gemm_args *a);
+/* The backend's gemm_counts entry: GEMMs run through a cublasLt plan and by cublasSgemm/Dgemm. */
+GPAR__HIDDEN void gpar__cuda_gemm_counts(gpar__bdev *dev, uint64_t *planned, uint64_t *fallback);
+/* GPAR_OK or the failure of a cuBLAS / cublasLt call, reported as "what: name (text)". */
+GPAR__HIDDEN int gpar__cublas_check(cublasStatus_t s, const char *what);
+
+/* ---- cuda_blas_lt.c: GEMM through cublasLt plans cached per shape ---- */
+
+/* Create d's cublasLt handle (d current; d->blas_ws allocated). */
+GPAR__HIDDEN int gpar__cuda_lt_open(struct cuda_dev *d);
+/* Destroy the plans and the handle. Safe on a partial open. */
+GPAR__HIDDEN void gpar__cuda_lt_close(struct cuda_dev *d);
+/* Enqueue the GEMM (alpha != 0, k > 0) through d's cached plan for its shape, making the plan
+ * the first time. *ran = 0 with GPAR_OK when cublasLt has no algorithm for it (the caller then
+ * uses cublasSgemm/Dgemm); no allocation or synchronisation, so it can be captured in a graph. */
+GPAR__HIDDEN int gpar__cuda_lt_gemm(struct cuda_dev *d, const gpar__gemm_args *a, int *ran);
 
 /* ---- cuda_nccl.c (built with NCCL only: weak, NULL otherwise) ---- */
 

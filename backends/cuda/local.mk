@@ -1,7 +1,7 @@
-# backends/cuda/local.mk: the CUDA backend (plain C over cudart + cuBLAS), built when configure
+# backends/cuda/local.mk: the CUDA backend (plain C over cudart + cuBLAS + cublasLt), built when configure
 # found the toolkit.
 CUDA_SOURCES = backends/cuda/cuda_internal.h backends/cuda/cuda_backend.c backends/cuda/cuda_blas_cublas.c \
-	backends/cuda/cuda_graph.c
+	backends/cuda/cuda_blas_lt.c backends/cuda/cuda_graph.c
 EXTRA_DIST += $(CUDA_SOURCES) backends/cuda/cuda_nccl.c
 if HAVE_CUDA
 noinst_LTLIBRARIES += libgpar_cuda.la

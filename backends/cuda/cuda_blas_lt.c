@@ -1,0 +1,170 @@
+/* cuda_blas_lt.c: sgemm/dgemm through cublasLt with a plan per shape (matmul descriptor, three
+ * layouts, the heuristic's algorithm) cached per device, so that a repeated GEMM costs the
+ * dispatcher one cublasLtMatmul (measured on H200: ~2 us less per call than cublasSgemm at
+ * 64^3-256^3, bench/results/h200-x2-2026-11-30/probes.txt, probe 3). */
+#include <string.h>
+
+#include "cuda_internal.h"
+
+int gpar__cuda_lt_open(struct cuda_dev *d) {
+  return gpar__cublas_check(cublasLtCreate(&d->lt.lt), "cublasLtCreate");
+}
+
+static void lt_plan_clear(struct cuda_lt_plan *p) {
+  if (p->la) (void)cublasLtMatrixLayoutDestroy(p->la);
+  if (p->lb) (void)cublasLtMatrixLayoutDestroy(p->lb);
+  if (p->lc) (void)cublasLtMatrixLayoutDestroy(p->lc);
+  if (p->desc) (void)cublasLtMatmulDescDestroy(p->desc);
+  memset(p, 0, sizeof *p);
+}
+
+void gpar__cuda_lt_close(struct cuda_dev *d) {
+  for (int i = 0; i < CUDA_LT_PLANS; i++) lt_plan_clear(&d->lt.plan[i]);
+  if (d->lt.lt) (void)cublasLtDestroy(d->lt.lt);
+  d->lt.lt = NULL;
+}
+
+/* Largest power of two, at most 256, dividing both the address and the leading dimension in
+ * bytes: what cublasLt's heuristic must assume about an operand (it defaults to 256). */
+static int lt_align(const void *p, int ld, size_t es) {
+  uintptr_t v = (uintptr_t)p | (uintptr_t)((size_t)ld * es) | (uintptr_t)256;
+  return (int)(v & (~v + 1));
+}
+
+/* Build plan p for key k: descriptor, layouts, and the heuristic's best algorithm within the
+ * workspace and alignments. No algorithm (none returned, or CUBLAS_STATUS_NOT_SUPPORTED) leaves
+ * p in state CUDA_LT_NONE; any other failure is returned, p empty. */
+static int lt_plan_make(struct cuda_dev *d, const struct cuda_lt_key *k, struct cuda_lt_plan *p) {
+  const int dbl = k->elem_size == 8;
+  const cudaDataType_t dt = dbl ? CUDA_R_64F : CUDA_R_32F;
+  const cublasComputeType_t ct = dbl ? CUBLAS_COMPUTE_64F : k->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  const cublasOperation_t ta = k->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, tb = k->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasLtPointerMode_t pm = CUBLASLT_POINTER_MODE_HOST;
+  const uint64_t ws = CUDA_BLAS_WORKSPACE;
+  const uint32_t al[4] = {(uint32_t)k->align_a, (uint32_t)k->align_b, (uint32_t)k->align_c, (uint32_t)k->align_c};
+  static const cublasLtMatmulPreferenceAttributes_t al_attr[4] = {
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+  cublasLtMatmulPreference_t pref = NULL;
+  cublasLtMatmulHeuristicResult_t res;
+  cublasStatus_t s;
+  int got = 0, st;
+  memset(p, 0, sizeof *p);
+  p->key = *k;
+  /* Column-major op(A) is m x k, op(B) k x n: the stored A is k x m when transposed. */
+  if ((st = gpar__cublas_check(cublasLtMatmulDescCreate(&p->desc, ct, dt), "cublasLtMatmulDescCreate")) ||
+      (st = gpar__cublas_check(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta),
+                               "cublasLtMatmulDescSetAttribute(TRANSA)")) ||
+      (st = gpar__cublas_check(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb),
+                               "cublasLtMatmulDescSetAttribute(TRANSB)")) ||
+      (st = gpar__cublas_check(
+           cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_POINTER_MODE, &pm, sizeof pm),
+           "cublasLtMatmulDescSetAttribute(POINTER_MODE)")) ||
+      (st = gpar__cublas_check(cublasLtMatrixLayoutCreate(&p->la, dt, (uint64_t)(k->trans_a ? k->k : k->m),
+                                                          (uint64_t)(k->trans_a ? k->m : k->k), k->lda),
+                               "cublasLtMatrixLayoutCreate(A)")) ||
+      (st = gpar__cublas_check(cublasLtMatrixLayoutCreate(&p->lb, dt, (uint64_t)(k->trans_b ? k->n : k->k),
+                                                          (uint64_t)(k->trans_b ? k->k : k->n), k->ldb),
+                               "cublasLtMatrixLayoutCreate(B)")) ||
+      (st = gpar__cublas_check(cublasLtMatrixLayoutCreate(&p->lc, dt, (uint64_t)k->m, (uint64_t)k->n, k->ldc),
+                               "cublasLtMatrixLayoutCreate(C)")) ||
+      (st = gpar__cublas_check(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate")) ||
+      (st = gpar__cublas_check(
+           cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws),
+           "cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)")))
+    goto fail;
+  for (int i = 0; i < 4; i++)
+    if ((st = gpar__cublas_check(cublasLtMatmulPreferenceSetAttribute(pref, al_attr[i], &al[i], sizeof al[i]),
+                                 "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT)")))
+      goto fail;
+  s = cublasLtMatmulAlgoGetHeuristic(d->lt.lt, p->desc, p->la, p->lb, p->lc, p->lc, pref, 1, &res, &got);
+  (void)cublasLtMatmulPreferenceDestroy(pref);
+  pref = NULL;
+  const int none = s == CUBLAS_STATUS_SUCCESS && (got < 1 || res.state != CUBLAS_STATUS_SUCCESS);
+  if (none || s == CUBLAS_STATUS_NOT_SUPPORTED) {
+    lt_plan_clear(p);
+    p->key = *k;
+    p->state = CUDA_LT_NONE;
+    return GPAR_OK;
+  }
+  if ((st = gpar__cublas_check(s, "cublasLtMatmulAlgoGetHeuristic"))) goto fail;
+  p->algo = res.algo;
+  p->state = CUDA_LT_READY;
+  return GPAR_OK;
+fail:
+  if (pref) (void)cublasLtMatmulPreferenceDestroy(pref);
+  lt_plan_clear(p);
+  return st;
+}
+
+/* The plan for key k: the last one used, another cached one, or a new one in the place of the
+ * least recently used (its descriptors are host objects: destroying them does not touch GEMMs
+ * already enqueued or captured). NULL with *st set when a new one could not be made. */
+static struct cuda_lt_plan *lt_plan_get(struct cuda_dev *d, const struct cuda_lt_key *k, int *st) {
+  struct cuda_lt_cache *c = &d->lt;
+  struct cuda_lt_plan *p = &c->plan[c->last];
+  *st = GPAR_OK;
+  c->tick++;
+  if (p->state != CUDA_LT_EMPTY && !memcmp(&p->key, k, sizeof *k)) {
+    p->used = c->tick;
+    return p;
+  }
+  int victim = 0;
+  for (int i = 0; i < CUDA_LT_PLANS; i++) {
+    p = &c->plan[i];
+    if (p->state != CUDA_LT_EMPTY && !memcmp(&p->key, k, sizeof *k)) {
+      p->used = c->tick;
+      c->last = i;
+      return p;
+    }
+    if (c->plan[i].used < c->plan[victim].used) victim = i; /* empty slots have used 0 */
+  }
+  p = &c->plan[victim];
+  lt_plan_clear(p);
+  if ((*st = lt_plan_make(d, k, p))) return NULL;
+  p->used = c->tick;
+  c->last = victim;
+  return p;
+}
+
+int gpar__cuda_lt_gemm(struct cuda_dev *d, const gpar__gemm_args *a, int *ran) {
+  const size_t es = (size_t)a->elem_size;
+  const void *A = (const char *)a->a + a->a_off * es, *B = (const char *)a->b + a->b_off * es;
+  void *C = (char *)a->c + a->c_off * es;
+  struct cuda_lt_key k;
+  int st;
+  *ran = 0;
+  memset(&k, 0, sizeof k);
+  k.elem_size = a->elem_size;
+  k.trans_a = a->trans_a == GPAR_TRANS;
+  k.trans_b = a->trans_b == GPAR_TRANS;
+  k.m = a->m;
+  k.n = a->n;
+  k.k = a->k;
+  k.lda = a->lda;
+  k.ldb = a->ldb;
+  k.ldc = a->ldc;
+  k.align_a = lt_align(A, a->lda, es);
+  k.align_b = lt_align(B, a->ldb, es);
+  k.align_c = lt_align(C, a->ldc, es);
+  k.tf32 = a->elem_size == 4 && d->be->tf32;
+  struct cuda_lt_plan *p = lt_plan_get(d, &k, &st);
+  if (!p) return st;
+  if (p->state != CUDA_LT_READY) return GPAR_OK;
+  const float fa = (float)a->alpha, fb = (float)a->beta;
+  const void *alpha = a->elem_size == 8 ? (const void *)&a->alpha : (const void *)&fa;
+  const void *beta = a->elem_size == 8 ? (const void *)&a->beta : (const void *)&fb;
+  cublasStatus_t s = cublasLtMatmul(d->lt.lt, p->desc, alpha, A, p->la, B, p->lb, beta, C, p->lc, C, p->lc, &p->algo,
+                                    d->blas_ws, CUDA_BLAS_WORKSPACE, d->lane[GPAR__LANE_COMPUTE]);
+  if (s == CUBLAS_STATUS_NOT_SUPPORTED) { /* keep the key, remember to use cuBLAS for it */
+    struct cuda_lt_key kept = p->key;
+    lt_plan_clear(p);
+    p->key = kept;
+    p->state = CUDA_LT_NONE;
+    p->used = d->lt.tick;
+    return GPAR_OK;
+  }
+  if ((st = gpar__cublas_check(s, a->elem_size == 8 ? "cublasLtMatmul (dgemm)" : "cublasLtMatmul (sgemm)"))) return st;
+  *ran = 1;
+  return GPAR_OK;
+}
