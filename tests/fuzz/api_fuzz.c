@@ -541,6 +541,20 @@ static void do_stats(void) {
   check("gpar_stats_get", st, es[e].live ? 0 : S(GPAR_ESHUTDOWN), 0);
   if (st == GPAR_OK && s.ops_completed + s.ops_in_flight != s.ops_submitted && !es[e].nested)
     fail("gpar_stats_get", st, "submitted != completed + in flight");
+  /* device lookups against the list the engine reported at init */
+  static const int bids[] = {0, GPAR_BACKEND_HOST, GPAR_BACKEND_CUDA, GPAR_BACKEND_OPENCL, 6, 64};
+  int bid = bids[u8() % 6], type = (int)(u8() % 5) - 1, skip = (int)(u8() % 5) - 1, want = GPAR_ENODEV;
+  for (int d = 0, left = skip; d < es[e].ndev && want < 0 && skip >= 0; d++)
+    if ((!bid || (es[e].info[d].backend_id & bid)) && (type < 0 || (int)es[e].info[d].type == type) && left-- == 0)
+      want = d;
+  st = gpar_device_find(es[e].e, bid, type, skip);
+  if (!es[e].live ? st != GPAR_ESHUTDOWN : st != want) fail("gpar_device_find", st, "not the device the list gives");
+  int dev = (int)(u8() % (unsigned)(es[e].ndev + 4)) - 2;
+  gpar_device_props p;
+  st = gpar_device_info(es[e].e, dev, &p);
+  check("gpar_device_info", st, !es[e].live ? S(GPAR_ESHUTDOWN) : dev < 0 || dev >= es[e].ndev ? S(GPAR_ENODEV) : 0, 0);
+  if (st == GPAR_OK && memcmp(&p, &es[e].info[dev], sizeof p)) fail("gpar_device_info", st, "changed since init");
+  if (!*gpar_strerror(st) || strncmp(gpar_status_name(st), "GPAR_", 5)) fail("gpar_strerror/status_name", st, "no text");
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

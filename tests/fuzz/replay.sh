@@ -6,7 +6,8 @@
 # Env: CC (default gcc), CUDA=DIR (build the CUDA backend from DIR, default /usr/local/cuda when
 # it has include/cuda_runtime.h), SAN=asan (ASan+UBSan build; with CUDA ASAN_OPTIONS gets
 # protect_shadow_gap=0), WRAP="compute-sanitizer --tool memcheck --error-exitcode 1" (a plain build
-# run under that command). Exit status 0 when every set replayed clean.
+# run under that command), CORPUS=DIR (replay DIR instead of tests/fuzz/corpus, e.g. a subset for
+# a slow WRAP). Exit status 0 when every set replayed clean.
 set -u
 src=$(cd "${1:?SRCDIR}" && pwd)
 out=${2:?OUTDIR}
@@ -25,11 +26,12 @@ if [ "${SAN:-}" = asan ]; then
   export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:protect_shadow_gap=0}"
   export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$src/tests/lsan.supp:print_suppressions=0}"
 fi
+corpus=${CORPUS:-$src/tests/fuzz/corpus}
 status=0
 for set in $sets; do
   tag=${set//,/+}
-  echo "=== backends $set: $(ls "$src/tests/fuzz/corpus" | wc -l) inputs"
-  GPAR_BACKENDS=$set timeout 3600 ${WRAP:-} "$out/api_replay" "$src/tests/fuzz/corpus" >"$out/replay-$tag.log" 2>&1
+  echo "=== backends $set: $(ls "$corpus" | wc -l) inputs from $corpus"
+  GPAR_BACKENDS=$set timeout 3600 ${WRAP:-} "$out/api_replay" "$corpus" >"$out/replay-$tag.log" 2>&1
   rc=$?
   grep -E "^api_replay" "$out/replay-$tag.log"; tail -2 "$out/replay-$tag.log" | grep -v "^api_replay"
   [ $rc = 0 ] || { echo "replay $set: exit $rc (log $out/replay-$tag.log)"; status=1; }
