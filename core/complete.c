@@ -11,6 +11,86 @@
 
 #include "internal.h"
 
+/* ---------------------------------------------------------------- retiring finished ops */
+
+/* One finished op under the engine lock: a CPU op becomes DISPATCHED (it ran), a failure the
+ * device or the completion pass found becomes its status, then it completes. */
+static void finished_locked(gpar_engine *eng, gpar__op *op) {
+  if (op->state == GPAR__ST_READY) gpar__op_set_state(op, GPAR__ST_DISPATCHED);
+  if (op->async_status != GPAR_OK && op->status == GPAR_OK) {
+    op->status = op->async_status;
+    free(op->errmsg);
+    op->errmsg = op->async_msg;
+    op->async_msg = NULL;
+  }
+  gpar__op_complete_locked(eng, op, GPAR_OK);
+}
+
+/* Combining retirement. A finishing thread pushes its ops on eng->done (a lock-free LIFO:
+ * CAS on the head; the only consumer takes the whole list with one exchange, so no ABA), then
+ * tries to become the combiner by setting eng->combining. The combiner takes the engine lock
+ * (blocking: it is the only finishing thread that waits for it), retires the whole list, lets
+ * go of the lock and the flag, and looks at the list again. A thread that finds the flag set
+ * goes back to its work at once: 32 CPU workers no longer queue on eng->mu one op each.
+ *
+ * No finished op is left behind. Let P push op x, then fail to take the flag because combiner
+ * C holds it. All accesses are seq_cst, so they sit in one total order S: P's push < P's
+ * exchange on the flag (program order) < C's store clearing it (P's exchange read C's 1, so it
+ * precedes that store in the flag's modification order) < C's load of the list afterwards
+ * (program order). So C's load sees x's push or a later value of the list: either x is still
+ * there (the list is not empty: C, or whoever takes the flag first, retires it, and the same
+ * argument applies to that thread) or a thread took the list, and x with it, by the exchange
+ * only a flag holder makes, so that holder retires x under the lock before it lets go. A
+ * trylock on eng->mu alone could not give this: the lock's holder may be a submitter or a
+ * waiter (whose cond_wait unlocks without looking at the list), so a pushed op could wait for
+ * the next finishing thread (bench/results/overhead-2core.md, variant D: 6-13 ms).
+ * Order: a pass retires in push order; ops pushed by other threads may retire in any order
+ * between them. Nothing depends on it: gpar__op_complete_locked retires an op only after its
+ * producers (unretired == 0), whatever order completions arrive in. */
+static void combine(gpar_engine *eng) {
+  while (atomic_load(&eng->done) && !atomic_exchange(&eng->combining, 1)) {
+    pthread_mutex_lock(&eng->mu);
+    gpar__op *list = atomic_exchange(&eng->done, NULL), *fifo = NULL, *next;
+    for (gpar__op *op = list; op; op = next) { /* newest first: reverse into push order */
+      next = op->done_next;
+      op->done_next = fifo;
+      fifo = op;
+    }
+    for (gpar__op *op = fifo; op; op = next) {
+      next = op->done_next;
+      finished_locked(eng, op);
+    }
+    pthread_mutex_unlock(&eng->mu);
+    atomic_store(&eng->combining, 0);
+  }
+}
+
+void gpar__complete_finished(gpar_engine *eng, gpar__op *ops) {
+  gpar__op *next;
+  if (!eng->combine) {
+    pthread_mutex_lock(&eng->mu);
+    for (gpar__op *op = ops; op; op = next) {
+      next = op->next;
+      finished_locked(eng, op);
+    }
+    pthread_mutex_unlock(&eng->mu);
+    return;
+  }
+  gpar__op *newest = NULL, *oldest = ops;
+  for (gpar__op *op = ops; op; op = next) {
+    next = op->next;
+    op->done_next = newest;
+    newest = op;
+  }
+  if (!newest) return;
+  gpar__op *head = atomic_load(&eng->done);
+  do oldest->done_next = head;
+  while (!atomic_compare_exchange_weak(&eng->done, &head, newest));
+  combine(eng);
+}
+
+/* ---------------------------------------------------------------- GPU completion thread */
+
 /* Hand dispatched ops to the completion thread, and complete at once those without an event. */
 void gpar__completer_hand(gpar__device *dev, gpar__op *group) {
   gpar_engine *eng = dev->eng;
@@ -32,14 +112,7 @@ void gpar__completer_hand(gpar__device *dev, gpar__op *group) {
   }
   pthread_cond_signal(&dev->ccv);
   pthread_mutex_unlock(&dev->cmu);
-  if (no_event) {
-    pthread_mutex_lock(&eng->mu);
-    for (gpar__op *op = no_event; op; op = next) {
-      next = op->next;
-      gpar__op_complete_locked(eng, op, GPAR_OK);
-    }
-    pthread_mutex_unlock(&eng->mu);
-  }
+  if (no_event) gpar__complete_finished(eng, no_event);
 }
 
 /* Take the finished heads of every lane, in lane order; *busy: lanes still running. */
@@ -68,22 +141,19 @@ static gpar__op *take_done_locked(gpar__device *dev, int *busy) {
   return done;
 }
 
+/* Complete a pass's finished ops. The fault to inject and the device's failure are settled
+ * here (their messages are this thread's), then the ops retire together. */
 static void complete_done(gpar_engine *eng, gpar__op *done) {
-  gpar__op *next;
-  pthread_mutex_lock(&eng->mu);
-  for (gpar__op *op = done; op; op = next) {
-    next = op->next;
+  for (gpar__op *op = done; op; op = op->next) {
     int st = gpar__fault(eng, GPAR__FAULT_COMPLETION);
     if (eng->tracing) op->t_end = gpar__now();
-    if (op->async_status != GPAR_OK && op->status == GPAR_OK) {
-      op->status = op->async_status;
-      free(op->errmsg);
-      op->errmsg = op->async_msg;
-      op->async_msg = NULL;
+    if (st != GPAR_OK && op->async_status == GPAR_OK) { /* applies where the device saw none */
+      op->async_status = st;
+      free(op->async_msg);
+      op->async_msg = strdup(gpar__error_msg());
     }
-    gpar__op_complete_locked(eng, op, st);
   }
-  pthread_mutex_unlock(&eng->mu);
+  gpar__complete_finished(eng, done);
 }
 
 void *gpar__completer_main(void *arg) {

@@ -16,6 +16,8 @@
  *        -> backend locks      host_alloc / host_free under the pool lock
  *     -> backend locks         mem_free under the engine lock
  *   dev->cmu                   completion FIFOs; never held together with eng->mu
+ *   eng->combining (a flag, not a lock): its holder takes eng->mu to retire finished ops; a
+ *   thread that fails to get it never waits (complete.c proves no finished op is left behind)
  * Every lock is taken and released in one function; a function that needs a lock held on
  * entry ends in _locked (the kept names gpar__op_new/_submit/_discard are aliases). One
  * exception is kept for callers outside the core: gpar__buf_lookup returns holding eng->mu. */
@@ -90,6 +92,7 @@ typedef struct gpar__access {
 struct gpar__op {
   gpar__op *next;                     /* device queue / free list */
   gpar__op *lane_next;                /* completion FIFO of its lane */
+  gpar__op *done_next;                /* engine's list of finished ops (combining retirement) */
   gpar__op *inflight_prev, *inflight_next; /* engine's in-flight list, submission order */
   uint64_t seq;
   int kind;
@@ -258,6 +261,11 @@ struct gpar_engine {
   uint64_t seq;
   int first_error;
   char *first_errmsg;
+  /* Combining retirement (complete.c; cfg.retire == GPAR_RETIRE_COMBINE): finished ops, newest
+   * first, pushed without the lock; the thread holding `combining` retires them. */
+  int combine;
+  _Atomic(gpar__op *) done;
+  atomic_int combining;
   gpar_stats stats;
   atomic_long events_live;
   atomic_ulong graph_native;    /* graph parts launched as a backend graph (graph.c) */
@@ -358,6 +366,10 @@ GPAR__HIDDEN void gpar__device_join(gpar__device *dev);
 GPAR__HIDDEN gpar__event *gpar__op_done_event(const gpar__op *op);
 
 /* complete.c */
+/* Ops finished by the calling thread (a chain by ->next, oldest first): their run status is in
+ * op->status (CPU ops, still READY) or op->async_status/async_msg (GPU ops, DISPATCHED). Retires
+ * them under the engine lock (direct) or through the combining list (combine). */
+GPAR__HIDDEN void gpar__complete_finished(gpar_engine *eng, gpar__op *ops);
 GPAR__HIDDEN void gpar__completer_hand(gpar__device *dev, gpar__op *group);
 GPAR__HIDDEN void *gpar__completer_main(void *arg);
 GPAR__HIDDEN void gpar__completer_stop(gpar__device *dev);

@@ -93,6 +93,7 @@ typedef struct gpar_config {
   const char *trace_path; /* non-NULL: write a Chrome trace-event JSON here at shutdown ("": time ops, no file). env GPAR_TRACE */
   size_t pinned_limit;  /* most bytes of pinned host memory the pool may hold; 0: no limit. env GPAR_PINNED_LIMIT_MB */
   int quiet;            /* 1: no diagnostics on stderr about absent devices. env GPAR_QUIET */
+  int retire;           /* how finished ops are retired: GPAR_RETIRE_* (0: the default). env GPAR_RETIRE=combine|direct */
 } gpar_config;
 
 /* Backend bits for gpar_config.backends and gpar_device_info.backend_id. */
@@ -410,6 +411,14 @@ GPAR_API int gpar_graph_launch(gpar_graph *graph);
 /* Wait for the graph's launches in flight, then free it and let go of its buffers.
  * GPAR_EINVAL on a graph destroyed already. gpar_shutdown destroys the engine's graphs. */
 GPAR_API int gpar_graph_destroy(gpar_graph *graph);
+
+/* ------------------------------------------------------------------ retirement mode (issue 11) */
+
+/* gpar_config.retire: how finished ops reach the engine's lock. COMBINE: a thread that finishes
+ * an op pushes it on a lock-free list; one thread at a time takes the engine lock and retires
+ * the whole list, the others go on at once. DIRECT: every finishing thread takes the engine lock
+ * for its own op. Semantics are the same; only the cost differs (for A/B measurement). */
+enum { GPAR_RETIRE_DEFAULT = 0, GPAR_RETIRE_COMBINE = 1, GPAR_RETIRE_DIRECT = 2 };
 
 #ifdef __cplusplus
 }
