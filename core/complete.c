@@ -26,49 +26,52 @@ static void finished_locked(gpar_engine *eng, gpar__op *op) {
   gpar__op_complete_locked(eng, op, GPAR_OK);
 }
 
-/* Combining retirement. A finishing thread pushes its ops on eng->done (a lock-free LIFO:
- * CAS on the head; the only consumer takes the whole list with one exchange, so no ABA), then
- * tries to become the combiner by setting eng->combining. The combiner takes the engine lock
- * (blocking: it is the only finishing thread that waits for it), retires the whole list, lets
- * go of the lock and the flag, and looks at the list again. A thread that finds the flag set
- * goes back to its work at once: 32 CPU workers no longer queue on eng->mu one op each.
+/* Combining retirement. eng->done is a lock-free LIFO of finished ops (a CAS on the head; the
+ * only consumer takes the whole list with one exchange, so no ABA) whose low bit, COMBINING,
+ * says that one thread, the combiner, owns the list. A finishing thread:
+ *  - fast path: when the list is empty and idle and a trylock of the engine lock succeeds, it
+ *    retires its ops there and then (what direct retirement does, at the same cost);
+ *  - else it pushes them with one CAS that also sets COMBINING. If the bit was set already, it
+ *    goes back to its work at once: the combiner retires them. If not, it is the combiner: it
+ *    takes the engine lock (blocking: the only finishing thread that waits for it), takes the
+ *    whole list (exchange, leaving COMBINING), retires it, and gives the role up only by a CAS
+ *    from COMBINING-and-empty to 0; when that CAS fails, ops came meanwhile: it takes them too.
+ * So 32 CPU workers no longer queue on eng->mu one op each: one of them retires for all.
  *
- * No finished op is left behind. Let P push op x, then fail to take the flag because combiner
- * C holds it. All accesses are seq_cst, so they sit in one total order S: P's push < P's
- * exchange on the flag (program order) < C's store clearing it (P's exchange read C's 1, so it
- * precedes that store in the flag's modification order) < C's load of the list afterwards
- * (program order). So C's load sees x's push or a later value of the list: either x is still
- * there (the list is not empty: C, or whoever takes the flag first, retires it, and the same
- * argument applies to that thread) or a thread took the list, and x with it, by the exchange
- * only a flag holder makes, so that holder retires x under the lock before it lets go. A
- * trylock on eng->mu alone could not give this: the lock's holder may be a submitter or a
- * waiter (whose cond_wait unlocks without looking at the list), so a pushed op could wait for
- * the next finishing thread (bench/results/overhead-2core.md, variant D: 6-13 ms).
- * Order: a pass retires in push order; ops pushed by other threads may retire in any order
- * between them. Nothing depends on it: gpar__op_complete_locked retires an op only after its
- * producers (unretired == 0), whatever order completions arrive in. */
-static void combine(gpar_engine *eng) {
-  while (atomic_load(&eng->done) && !atomic_exchange(&eng->combining, 1)) {
-    pthread_mutex_lock(&eng->mu);
-    gpar__op *list = atomic_exchange(&eng->done, NULL), *fifo = NULL, *next;
-    for (gpar__op *op = list; op; op = next) { /* newest first: reverse into push order */
-      next = op->done_next;
-      op->done_next = fifo;
-      fifo = op;
-    }
-    for (gpar__op *op = fifo; op; op = next) {
-      next = op->done_next;
-      finished_locked(eng, op);
-    }
-    pthread_mutex_unlock(&eng->mu);
-    atomic_store(&eng->combining, 0);
+ * No finished op is left behind. Invariant: while the list holds an op, COMBINING is set and
+ * exactly one thread, the combiner, is between its push that set the bit and its CAS that
+ * clears it. Pushes always leave the bit set; the only store that clears it is the combiner's
+ * CAS, which succeeds only when the list is empty; a failed CAS sends the combiner back to
+ * take the list. So every pushed op is taken by the combiner that owns the bit at that moment,
+ * and retired under the engine lock before that combiner can clear the bit. (A plain trylock
+ * on eng->mu could not promise this: the lock's holder may be a submitter or a waiter, whose
+ * cond_wait unlocks without looking at the list, so an op could wait for the next finishing
+ * thread: bench/results/overhead-2core.md, variant D, 6-13 ms. The fast path is safe: it
+ * retires only its own ops, and a thread that pushes meanwhile becomes the combiner.)
+ * Order: a pass retires in push order; ops of different threads may retire in any order.
+ * Nothing depends on it: gpar__op_complete_locked retires an op only after its producers
+ * (unretired == 0), whatever order completions arrive in. */
+#define GPAR__COMBINING ((uintptr_t)1)
+#define GPAR__COMBINE_PASSES 8 /* passes per lock hold, so the submitter gets the lock too */
+
+static void retire_list_locked(gpar_engine *eng, uintptr_t list) {
+  gpar__op *fifo = NULL, *next;
+  for (gpar__op *op = (gpar__op *)(list & ~GPAR__COMBINING); op; op = next) { /* newest first */
+    next = op->done_next;
+    op->done_next = fifo;
+    fifo = op;
+  }
+  for (gpar__op *op = fifo; op; op = next) {
+    next = op->done_next;
+    finished_locked(eng, op);
   }
 }
 
 void gpar__complete_finished(gpar_engine *eng, gpar__op *ops) {
   gpar__op *next;
-  if (!eng->combine) {
-    pthread_mutex_lock(&eng->mu);
+  if (!ops) return;
+  if (!eng->combine || (atomic_load(&eng->done) == 0 && pthread_mutex_trylock(&eng->mu) == 0)) {
+    if (!eng->combine) pthread_mutex_lock(&eng->mu); /* direct; else the trylock above holds it */
     for (gpar__op *op = ops; op; op = next) {
       next = op->next;
       finished_locked(eng, op);
@@ -82,11 +85,19 @@ void gpar__complete_finished(gpar_engine *eng, gpar__op *ops) {
     op->done_next = newest;
     newest = op;
   }
-  if (!newest) return;
-  gpar__op *head = atomic_load(&eng->done);
-  do oldest->done_next = head;
-  while (!atomic_compare_exchange_weak(&eng->done, &head, newest));
-  combine(eng);
+  uintptr_t head = atomic_load(&eng->done);
+  do oldest->done_next = (gpar__op *)(head & ~GPAR__COMBINING);
+  while (!atomic_compare_exchange_weak(&eng->done, &head, (uintptr_t)newest | GPAR__COMBINING));
+  if (head & GPAR__COMBINING) return; /* the combiner retires them */
+  for (int idle = 0; !idle;) {
+    pthread_mutex_lock(&eng->mu);
+    for (int pass = 0; pass < GPAR__COMBINE_PASSES && !idle; pass++) {
+      retire_list_locked(eng, atomic_exchange(&eng->done, GPAR__COMBINING));
+      uintptr_t empty = GPAR__COMBINING;
+      idle = atomic_compare_exchange_strong(&eng->done, &empty, 0);
+    }
+    pthread_mutex_unlock(&eng->mu);
+  }
 }
 
 /* ---------------------------------------------------------------- GPU completion thread */

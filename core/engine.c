@@ -189,8 +189,7 @@ GPAR_API int gpar_init(gpar_engine **out, const gpar_config *cfg) {
   }
   gpar__set_quiet(eng->cfg.quiet);
   eng->combine = eng->cfg.retire != GPAR_RETIRE_DIRECT; /* default: combine */
-  atomic_init(&eng->done, NULL);
-  atomic_init(&eng->combining, 0);
+  atomic_init(&eng->done, 0);
   const char *fault = NULL;
   config_from_env(NULL, &fault);
   eng->tracing = !eng->cfg.trace_path ? 0 : *eng->cfg.trace_path ? 2 : 1; /* "": breakdown, no file */

@@ -16,8 +16,9 @@
  *        -> backend locks      host_alloc / host_free under the pool lock
  *     -> backend locks         mem_free under the engine lock
  *   dev->cmu                   completion FIFOs; never held together with eng->mu
- *   eng->combining (a flag, not a lock): its holder takes eng->mu to retire finished ops; a
- *   thread that fails to get it never waits (complete.c proves no finished op is left behind)
+ *   the combiner role (a bit of eng->done, not a lock): its owner takes eng->mu to retire the
+ *   finished ops; a finishing thread that does not get it never waits (complete.c proves that
+ *   no finished op is left behind)
  * Every lock is taken and released in one function; a function that needs a lock held on
  * entry ends in _locked (the kept names gpar__op_new/_submit/_discard are aliases). One
  * exception is kept for callers outside the core: gpar__buf_lookup returns holding eng->mu. */
@@ -261,11 +262,6 @@ struct gpar_engine {
   uint64_t seq;
   int first_error;
   char *first_errmsg;
-  /* Combining retirement (complete.c; cfg.retire == GPAR_RETIRE_COMBINE): finished ops, newest
-   * first, pushed without the lock; the thread holding `combining` retires them. */
-  int combine;
-  _Atomic(gpar__op *) done;
-  atomic_int combining;
   gpar_stats stats;
   atomic_long events_live;
   atomic_ulong graph_native;    /* graph parts launched as a backend graph (graph.c) */
@@ -279,6 +275,11 @@ struct gpar_engine {
   double t0;
   /* fault injection */
   atomic_ulong fault_at[GPAR__FAULT_KINDS];
+  /* Combining retirement (complete.c; cfg.retire == GPAR_RETIRE_COMBINE): finished ops, newest
+   * first, pushed without the lock; low bit: a combiner owns the list and retires it. Last, on
+   * a cache line of its own, away from what the lock's holder writes. */
+  int combine;
+  _Alignas(64) _Atomic uintptr_t done;
 };
 
 /* registry.c: engine slots, their tokens and the calls inside them */
