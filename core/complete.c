@@ -52,6 +52,7 @@ static void finished_locked(gpar_engine *eng, gpar__op *op) {
  * Nothing depends on it: gpar__op_complete_locked retires an op only after its producers
  * (unretired == 0), whatever order completions arrive in. */
 #define GPAR__COMBINING ((uintptr_t)1)
+#define GPAR__COMBINE_SPIN 200  /* trylocks before the combiner sleeps on the lock */
 #define GPAR__COMBINE_PASSES 8 /* passes per lock hold, so the submitter gets the lock too */
 
 static void retire_list_locked(gpar_engine *eng, uintptr_t list) {
@@ -65,6 +66,18 @@ static void retire_list_locked(gpar_engine *eng, uintptr_t list) {
     next = op->done_next;
     finished_locked(eng, op);
   }
+}
+
+/* The combiner's lock: it spins on trylock a little before it sleeps, so that a submitter that
+ * re-takes the lock at once cannot keep it asleep while finished ops pile up behind it. */
+static void combiner_lock(gpar_engine *eng) {
+  for (int i = 0; i < GPAR__COMBINE_SPIN; i++) {
+    if (pthread_mutex_trylock(&eng->mu) == 0) return;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+  pthread_mutex_lock(&eng->mu);
 }
 
 void gpar__complete_finished(gpar_engine *eng, gpar__op *ops) {
@@ -90,7 +103,7 @@ void gpar__complete_finished(gpar_engine *eng, gpar__op *ops) {
   while (!atomic_compare_exchange_weak(&eng->done, &head, (uintptr_t)newest | GPAR__COMBINING));
   if (head & GPAR__COMBINING) return; /* the combiner retires them */
   for (int idle = 0; !idle;) {
-    pthread_mutex_lock(&eng->mu);
+    combiner_lock(eng); /* unlocked below: every lock and its unlock in one function */
     for (int pass = 0; pass < GPAR__COMBINE_PASSES && !idle; pass++) {
       retire_list_locked(eng, atomic_exchange(&eng->done, GPAR__COMBINING));
       uintptr_t empty = GPAR__COMBINING;
