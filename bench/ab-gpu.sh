@@ -28,7 +28,7 @@ for m in direct combine; do
   echo "### breakdown, GPAR_RETIRE=$m: gpar-bench overhead --iters 200000 --breakdown"
   GPAR_RETIRE=$m GPAR_BACKENDS=host timeout 60 "$b" overhead --iters 200000 --breakdown --quiet
 done
-gpu() { # name, mode, args...
+gpu() { # mode, gpar-bench arguments
   local m=$1; shift
   echo "### GPAR_RETIRE=$m gpar-bench $*"
   GPAR_RETIRE=$m timeout 60 "$b" "$@" --quiet
