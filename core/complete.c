@@ -1,4 +1,6 @@
-/* complete.c: completion of GPU ops. The dispatcher hands each dispatched op to its device's
+/* complete.c: completion. Retiring finished ops under the engine lock, directly or by combining
+ * (gpar__complete_finished, for CPU workers and GPU completion threads alike), and the
+ * completion threads of GPU devices. The dispatcher hands each dispatched op to its device's
  * completion thread, in one FIFO per lane; the thread polls the event at the head of each lane
  * every ~20-60 us (nanosleep) while any lane is busy, sleeps on a condition variable when none
  * is, and completes every finished op of a pass in one engine lock. Polling, rather than host
@@ -68,16 +70,10 @@ static void retire_list_locked(gpar_engine *eng, uintptr_t list) {
   }
 }
 
-/* The combiner's lock: it spins on trylock a little before it sleeps, so that a submitter that
- * re-takes the lock at once cannot keep it asleep while finished ops pile up behind it. */
-static void combiner_lock(gpar_engine *eng) {
-  for (int i = 0; i < GPAR__COMBINE_SPIN; i++) {
-    if (pthread_mutex_trylock(&eng->mu) == 0) return;
+static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
+  __builtin_ia32_pause();
 #endif
-  }
-  pthread_mutex_lock(&eng->mu);
 }
 
 void gpar__complete_finished(gpar_engine *eng, gpar__op *ops) {
@@ -103,7 +99,12 @@ void gpar__complete_finished(gpar_engine *eng, gpar__op *ops) {
   while (!atomic_compare_exchange_weak(&eng->done, &head, (uintptr_t)newest | GPAR__COMBINING));
   if (head & GPAR__COMBINING) return; /* the combiner retires them */
   for (int idle = 0; !idle;) {
-    combiner_lock(eng); /* unlocked below: every lock and its unlock in one function */
+    /* Spin on trylock a little before sleeping on the lock, so that a submitter that re-takes
+     * it at once cannot keep the combiner asleep while finished ops pile up behind it. */
+    int locked = 0;
+    for (int i = 0; i < GPAR__COMBINE_SPIN && !locked; i++)
+      if (!(locked = pthread_mutex_trylock(&eng->mu) == 0)) cpu_relax();
+    if (!locked) pthread_mutex_lock(&eng->mu);
     for (int pass = 0; pass < GPAR__COMBINE_PASSES && !idle; pass++) {
       retire_list_locked(eng, atomic_exchange(&eng->done, GPAR__COMBINING));
       uintptr_t empty = GPAR__COMBINING;
