@@ -31,7 +31,7 @@ done
 gpu() { # mode, gpar-bench arguments
   local m=$1; shift
   echo "### GPAR_RETIRE=$m gpar-bench $*"
-  GPAR_RETIRE=$m timeout 60 "$b" "$@" --quiet
+  GPAR_RETIRE=$m timeout 45 "$b" "$@" --quiet
 }
 for args in "multi-device --backend cuda --devices 1 --size 256 --iters 2000 --raw --repeat 5" \
             "multi-device --backend cuda --devices 2 --size 256 --iters 2000 --raw --repeat 5" \
