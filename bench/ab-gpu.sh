@@ -3,8 +3,9 @@
 # in ONE built tree, interleaved so that both modes see the same machine state. Run it on the GPU
 # machine from a built tree (the directory holding tools/gpar-bench), e.g.
 #   cd build && bash ../bench/ab-gpu.sh        (or bash bench/ab-gpu.sh from an in-place build)
-# About 2-3 minutes (each step under `timeout`): empty host ops (overhead, 10 interleaved rounds of 200k ops per case), the
-# same with fewer CPU workers (combine only), the per-phase breakdown of each mode, then CUDA at
+# About 2-3 minutes (each step under `timeout`): empty host ops (overhead, 10 interleaved
+# rounds of 200k ops per case), the same with fewer CPU workers (combine only), the per-phase
+# breakdown of each mode, then CUDA at
 # 256^3 (one GPU, two GPUs, copy-overlap) in A B B A order, each with the raw loop beside (--raw),
 # and the per-phase host time of one traced 256^3 run per mode.
 # Output: stdout, and $OUT/ab-gpu.txt when $OUT is set.
