@@ -49,7 +49,8 @@ int gpar__op_run(gpar__device *dev, gpar__op *op) {
 
 /* ---------------------------------------------------------------- CPU workers */
 
-/* Run one op to completion, then complete it (retiring it and what waited on it). */
+/* Run one op to completion, then complete it (retiring it and what waited on it; with
+ * combining retirement another worker may do that, and this one goes on at once). */
 static void *host_worker(void *arg) {
   gpar__device *dev = arg;
   gpar_engine *eng = dev->eng;
@@ -60,11 +61,9 @@ static void *host_worker(void *arg) {
     if (eng->tracing) op->t_taken = op->t_start = gpar__now();
     if (!atomic_load(&op->dep_failed)) st = gpar__op_run(dev, op);
     if (eng->tracing) op->t_ran = op->t_end = gpar__now();
-    pthread_mutex_lock(&eng->mu);
-    if (st != GPAR_OK) gpar__op_fail(op, st);
-    gpar__op_set_state(op, GPAR__ST_DISPATCHED);
-    gpar__op_complete_locked(eng, op, GPAR_OK);
-    pthread_mutex_unlock(&eng->mu);
+    if (st != GPAR_OK) gpar__op_fail(op, st); /* still READY: nobody else reads its status */
+    op->next = NULL;
+    gpar__complete_finished(eng, op); /* complete.c: direct or combining */
   }
   return NULL;
 }

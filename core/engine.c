@@ -36,6 +36,8 @@ static void config_from_env(gpar_config *cfg, const char **fault) {
   if ((s = getenv("GPAR_PINNED_LIMIT_MB"))) cfg->pinned_limit = (size_t)strtoull(s, NULL, 10) << 20;
   if ((s = getenv("GPAR_QUIET"))) cfg->quiet = atoi(s);
   if ((s = getenv("GPAR_CUBLASLT"))) cfg->cublaslt = atoi(s) ? 1 : -1;
+  if ((s = getenv("GPAR_RETIRE")))
+    cfg->retire = !strcmp(s, "direct") ? GPAR_RETIRE_DIRECT : !strcmp(s, "combine") ? GPAR_RETIRE_COMBINE : 0;
   if ((s = getenv("GPAR_BACKENDS"))) {
     cfg->backends = 0;
     static const char *const names[] = {"host", "cuda", "opencl"};
@@ -187,6 +189,8 @@ GPAR_API int gpar_init(gpar_engine **out, const gpar_config *cfg) {
     eng->cfg.host_threads = n > 0 ? (int)n : 2;
   }
   gpar__set_quiet(eng->cfg.quiet);
+  eng->combine = eng->cfg.retire != GPAR_RETIRE_DIRECT; /* default: combine */
+  atomic_init(&eng->done, 0);
   const char *fault = NULL;
   config_from_env(NULL, &fault);
   eng->tracing = !eng->cfg.trace_path ? 0 : *eng->cfg.trace_path ? 2 : 1; /* "": breakdown, no file */

@@ -16,6 +16,9 @@
  *        -> backend locks      host_alloc / host_free under the pool lock
  *     -> backend locks         mem_free under the engine lock
  *   dev->cmu                   completion FIFOs; never held together with eng->mu
+ *   the combiner role (a bit of eng->done, not a lock): its owner takes eng->mu to retire the
+ *   finished ops; a finishing thread that does not get it never waits (complete.c proves that
+ *   no finished op is left behind)
  * Every lock is taken and released in one function; a function that needs a lock held on
  * entry ends in _locked (the kept names gpar__op_new/_submit/_discard are aliases). One
  * exception is kept for callers outside the core: gpar__buf_lookup returns holding eng->mu. */
@@ -90,6 +93,7 @@ typedef struct gpar__access {
 struct gpar__op {
   gpar__op *next;                     /* device queue / free list */
   gpar__op *lane_next;                /* completion FIFO of its lane */
+  gpar__op *done_next;                /* engine's list of finished ops (combining retirement) */
   gpar__op *inflight_prev, *inflight_next; /* engine's in-flight list, submission order */
   uint64_t seq;
   int kind;
@@ -272,6 +276,11 @@ struct gpar_engine {
   double t0;
   /* fault injection */
   atomic_ulong fault_at[GPAR__FAULT_KINDS];
+  /* Combining retirement (complete.c; cfg.retire == GPAR_RETIRE_COMBINE): finished ops, newest
+   * first, pushed without the lock; low bit: a combiner owns the list and retires it. Last, on
+   * a cache line of its own, away from what the lock's holder writes. */
+  int combine;
+  _Alignas(64) _Atomic uintptr_t done;
 };
 
 /* registry.c: engine slots, their tokens and the calls inside them */
@@ -359,6 +368,10 @@ GPAR__HIDDEN void gpar__device_join(gpar__device *dev);
 GPAR__HIDDEN gpar__event *gpar__op_done_event(const gpar__op *op);
 
 /* complete.c */
+/* Ops finished by the calling thread (a chain by ->next, oldest first): their run status is in
+ * op->status (CPU ops, still READY) or op->async_status/async_msg (GPU ops, DISPATCHED). Retires
+ * them under the engine lock (direct) or through the combining list (combine). */
+GPAR__HIDDEN void gpar__complete_finished(gpar_engine *eng, gpar__op *ops);
 GPAR__HIDDEN void gpar__completer_hand(gpar__device *dev, gpar__op *group);
 GPAR__HIDDEN void *gpar__completer_main(void *arg);
 GPAR__HIDDEN void gpar__completer_stop(gpar__device *dev);
