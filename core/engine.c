@@ -189,7 +189,9 @@ GPAR_API int gpar_init(gpar_engine **out, const gpar_config *cfg) {
     eng->cfg.host_threads = n > 0 ? (int)n : 2;
   }
   gpar__set_quiet(eng->cfg.quiet);
-  eng->combine = eng->cfg.retire != GPAR_RETIRE_DIRECT; /* default: combine */
+  /* Default: direct. On the 32-core H200 host (one run, 2026-11-30) combine was slower: chain
+   * 3.85 vs 2.12 us per empty op, 256^3 sgemm 17.9 vs 13.9 us per GEMM (bench/results). */
+  eng->combine = eng->cfg.retire == GPAR_RETIRE_COMBINE;
   atomic_init(&eng->done, 0);
   const char *fault = NULL;
   config_from_env(NULL, &fault);

@@ -422,10 +422,11 @@ GPAR_API int gpar_graph_destroy(gpar_graph *graph);
 
 /* ------------------------------------------------------------------ retirement mode (issue 11) */
 
-/* gpar_config.retire: how finished ops reach the engine's lock. COMBINE (the default): a thread
- * that finishes an op retires it itself when the engine lock is free, else pushes it on a
- * lock-free list that one thread at a time retires whole under the lock, while the others go
- * on at once. DIRECT: every finishing thread waits for the engine lock for its own op.
+/* gpar_config.retire: how finished ops reach the engine's lock. DIRECT (the default): every
+ * finishing thread waits for the engine lock for its own op. COMBINE: a thread that finishes an
+ * op retires it itself when the engine lock is free, else pushes it on a lock-free list that one
+ * thread at a time retires whole under the lock, while the others go on at once (slower on the
+ * 32-core H200 host in the one run made: kept for measurement).
  * Semantics are the same; only the cost differs (for A/B measurement). */
 enum { GPAR_RETIRE_DEFAULT = 0, GPAR_RETIRE_COMBINE = 1, GPAR_RETIRE_DIRECT = 2 };
 

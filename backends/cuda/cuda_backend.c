@@ -273,10 +273,21 @@ static int cuda_device_open(gpar__backend *be, int idx, gpar__bdev **devp) {
     return st;
   }
 
-  /* Peer access to every device this one can reach (plain cudaMalloc memory, user kernels). */
+  /* Peer access to every device this one can reach (plain cudaMalloc memory, user kernels).
+   * Enabled once per process and pair (it lasts as long as the primary context): a second engine
+   * skips the call instead of provoking cudaErrorPeerAccessAlreadyEnabled, which
+   * compute-sanitizer reports as an API error. One enabled by the user still gives that error,
+   * which is cleared and taken as success. */
+  static _Atomic uint64_t peer_enabled[64];
   for (int j = 0; j < be->ndev; j++) {
     if (!cuda_can_access(idx, j)) continue;
+    uint64_t bit = j < 64 ? (uint64_t)1 << j : 0;
+    if (idx < 64 && bit && (atomic_load(&peer_enabled[idx]) & bit)) {
+      d->peer_on |= bit;
+      continue;
+    }
     cudaError_t e = cudaDeviceEnablePeerAccess(j, 0);
+    if (e == cudaSuccess && idx < 64 && bit) atomic_fetch_or(&peer_enabled[idx], bit);
     if (e == cudaErrorPeerAccessAlreadyEnabled) {
       (void)cudaGetLastError();
       e = cudaSuccess;

@@ -16,5 +16,11 @@ fi
 if [ -n "${cuda:-}" ]; then
   srcs+=("$src"/backends/cuda/*.c)
   flags+=(-I"$cuda/include")
-  libs+=(-L"$cuda/lib64" -Wl,-rpath,"$cuda/lib64" -lcublas -lcudart -lstdc++)
+  libs+=(-L"$cuda/lib64" -Wl,-rpath,"$cuda/lib64" -lcublas -lcublasLt -lcudart -lstdc++)
+  # NCCL (cuda_nccl.c): from the toolkit folder or /usr, as configure finds it; left out without it.
+  if [ -f "$cuda/include/nccl.h" ] || [ -f /usr/include/nccl.h ]; then
+    libs+=(-lnccl)
+  else
+    srcs=("${srcs[@]/*cuda_nccl.c/}")
+  fi
 fi
