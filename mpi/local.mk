@@ -20,4 +20,4 @@ else
 libgpar_mpi_la_SOURCES += mpi/gpar_mpi_nonccl.c
 endif
 endif
-EXTRA_DIST += README-comm.md bench/run-comm-gpu.sh
+EXTRA_DIST += bench/run-comm-gpu.sh

@@ -4,7 +4,7 @@
 # devices (host CPU, CUDA GPUs, OpenCL devices such as PoCL's). Run from the repository root.
 set -eu
 cd "$(dirname "$0")/.."
-pkgs="build-essential autoconf automake libtool pkg-config libopenblas-dev ocl-icd-opencl-dev opencl-c-headers libclblast-dev pocl-opencl-icd"
+pkgs="build-essential autoconf automake libtool pkg-config libopenblas-dev ocl-icd-opencl-dev opencl-c-headers libclblast-dev pocl-opencl-icd libjansson-dev help2man openmpi-bin libopenmpi-dev"
 if command -v apt-get >/dev/null 2>&1; then
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
   echo "== installing: $pkgs"
