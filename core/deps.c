@@ -205,7 +205,7 @@ int gpar__op_submit_locked(gpar_engine *eng, gpar__op *op, int keep) {
     gpar__op_discard_locked(eng, op);
     return gpar__errorf(GPAR_ESHUTDOWN, "engine is shut down");
   }
-  if (gpar__graph_recording(eng)) return gpar__graph_record_locked(eng, op); /* graph.c */
+  if (gpar__graph_recording(eng)) return gpar__graph_record_locked(eng, op); /* graph_record.c */
   op->refs = 1 + (keep ? 1 : 0);
   gpar__op_set_state(op, GPAR__ST_WAITING);
   op->seq = ++eng->seq;

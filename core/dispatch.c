@@ -107,7 +107,7 @@ static void dispatch_one(gpar__device *dev, gpar__op *op, int need_event) {
     op->t_dispatch = gpar__now();
     if (ops->event_elapsed) record_event(dev, op, GPAR__EVENT_TIMING, &op->start_event);
   } else if (op->kind == GPAR__OP_COLL) {
-    op->t_dispatch = gpar__now(); /* for the collective watchdog (comm.c) */
+    op->t_dispatch = gpar__now(); /* for the collective watchdog (comm_paths.c) */
   }
   if (op->kind == GPAR__OP_GEMM) op->u.gemm.no_event = !need_event;
   /* A member of a collective joins even when its input failed (it retires as GPAR_EDEPFAILED

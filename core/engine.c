@@ -257,7 +257,7 @@ GPAR_API int gpar_shutdown(gpar_engine *e) {
   pthread_mutex_unlock(&eng->mu);
   gpar__engine_leave(eng);
   gpar__engine_wait_callers(eng);
-  gpar__graph_shutdown(eng); /* graph.c: its graphs, their buffers and backend graphs */
+  gpar__graph_shutdown(eng); /* graph_launch.c: its graphs, their buffers and backend graphs */
   if (eng->tracing == 2) gpar__trace_write(eng);
   engine_free_resources(eng);
   gpar__engine_release_slot(eng);

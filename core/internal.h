@@ -41,7 +41,7 @@ typedef struct gpar__device gpar__device;
 typedef struct gpar__graph_part gpar__graph_part;
 
 /* Access modes of an op on a buffer. A graph launch's op also marks, per buffer it writes,
- * how the last recorded op writing it ended (graph.c). */
+ * how the last recorded op writing it ended (graph_launch.c). */
 enum { GPAR__READ = 1, GPAR__WRITE = 2, GPAR__WRITE_FAILED = 4, GPAR__WRITE_SKIPPED = 8 };
 
 /* Edge flags between a producer and a consumer op. */
@@ -58,9 +58,9 @@ enum {
   GPAR__OP_GEMM,   /* u.gemm */
   GPAR__OP_USER,   /* u.user */
   GPAR__OP_NOP,    /* orders only (e.g. release of a staging buffer) */
-  GPAR__OP_REDUCE, /* u.reduce: CPU reduction of a staged collective (comm.c) */
-  GPAR__OP_COLL,   /* u.coll: one member's part of a backend collective (comm.c) */
-  GPAR__OP_GRAPH   /* u.graph: one part of a graph launch (graph.c) */
+  GPAR__OP_REDUCE, /* u.reduce: CPU reduction of a staged collective (comm_paths.c) */
+  GPAR__OP_COLL,   /* u.coll: one member's part of a backend collective (comm_paths.c) */
+  GPAR__OP_GRAPH   /* u.graph: one part of a graph launch (graph_launch.c) */
 };
 
 /* Op lifecycle (engine lock). Each step goes to the next state only (asserted). */
@@ -265,7 +265,7 @@ struct gpar_engine {
   char *first_errmsg;
   gpar_stats stats;
   atomic_long events_live;
-  atomic_ulong graph_native;    /* graph parts launched as a backend graph (graph.c) */
+  atomic_ulong graph_native;    /* graph parts launched as a backend graph (graph_launch.c) */
   gpar__pinned_pool pinned;
   /* tracing */
   int tracing;                  /* 1: per-op timestamps (breakdown), 2: also a trace file */
@@ -379,11 +379,12 @@ GPAR__HIDDEN void gpar__completer_stop(gpar__device *dev);
 /* wait.c */
 GPAR__HIDDEN int gpar__wait_op(gpar_engine *eng, gpar__op *op);
 
-/* comm.c */
+/* comm_paths.c: the engine's hooks for collectives' ops (comm.c: the public collectives) */
 GPAR__HIDDEN int gpar__comm_exec(gpar__device *dev, gpar__op *op);
 GPAR__HIDDEN void gpar__comm_op_free(gpar__op *op);
 GPAR__HIDDEN void gpar__comm_watch(gpar__device *dev, gpar__op *op);
-/* graph.c: the calling thread's recording (record hook in gpar__op_submit). */
+/* graph_record.c (recording, gpar_graph_end) and graph_launch.c (launch, running a part): op
+ * graphs. The calling thread's recording (record hook in gpar__op_submit). */
 typedef struct gpar__rec_state {
   gpar_engine *eng;
   uint64_t serial; /* the engine's lifetime when recording began */

@@ -50,7 +50,7 @@ GPAR_API int gpar_wait(gpar_buffer handle) {
   gpar__buf *b = NULL;
   gpar__op *w = buf_writer_locked(eng, handle, &st, &b);
   pthread_mutex_unlock(&eng->mu);
-  if (w) st = w->kind == GPAR__OP_GRAPH ? gpar__graph_wait_buf(eng, w, b) : gpar__wait_op(eng, w); /* graph.c: its status on b */
+  if (w) st = w->kind == GPAR__OP_GRAPH ? gpar__graph_wait_buf(eng, w, b) : gpar__wait_op(eng, w); /* graph_launch.c: its status on b */
   gpar__engine_leave(eng);
   return st;
 }

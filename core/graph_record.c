@@ -1,0 +1,410 @@
+/* graph_record.c: op graphs, recording and instantiation (gpar_graph_begin/_end). Ops that a
+ * thread submits between begin and end arrive here through the record hook in gpar__op_submit
+ * (validated, never linked into the engine); end resolves every edge among them once and cuts
+ * them into parts that graph_launch.c submits and runs. Also the registry of live graphs.
+ *
+ * Parts: ops are taken in record order; an op joins the latest part of its device unless one
+ * of its producers lies in a part created after that one, in which case it opens a new part.
+ * So every edge runs from an earlier-created part to a later one (or stays inside a part), and
+ * submitting the parts in creation order lets the engine's per-buffer ordering (which only
+ * adds edges from earlier to later ops) reproduce every cross-part edge: a graph that stays on
+ * one device is one part, two independent device loops are two, a ping-pong between two GPUs
+ * is one part per leg.
+ *
+ * Lock rule: the registry lock (live graphs) is never held together with an engine lock. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph.h"
+
+_Thread_local gpar__rec_state gpar__rec;
+
+static pthread_mutex_t graph_mu = PTHREAD_MUTEX_INITIALIZER;
+static gpar_graph *graph_list;
+
+/* ---------------------------------------------------------------- registry */
+
+static void registry_add(gpar_graph *g) {
+  pthread_mutex_lock(&graph_mu);
+  g->next = graph_list;
+  graph_list = g;
+  pthread_mutex_unlock(&graph_mu);
+}
+
+/* Live, ended graph g: check it or take it out (graph.h). */
+int gpar__graph_registry_find(gpar_graph *g, int take, gpar_engine **token) {
+  int found = 0;
+  pthread_mutex_lock(&graph_mu);
+  for (gpar_graph **p = &graph_list; *p; p = &(*p)->next)
+    if (*p == g && !g->recording) {
+      found = 1;
+      *token = g->token;
+      if (take) *p = g->next;
+      break;
+    }
+  pthread_mutex_unlock(&graph_mu);
+  return found;
+}
+
+static void registry_remove(gpar_graph *g) {
+  pthread_mutex_lock(&graph_mu);
+  for (gpar_graph **p = &graph_list; *p; p = &(*p)->next)
+    if (*p == g) {
+      *p = g->next;
+      break;
+    }
+  pthread_mutex_unlock(&graph_mu);
+}
+
+/* One graph of eng, taken out (graph.h; engine shutdown). */
+gpar_graph *gpar__graph_registry_take(gpar_engine *eng) {
+  gpar_graph *g = NULL;
+  pthread_mutex_lock(&graph_mu);
+  for (gpar_graph **p = &graph_list; *p; p = &(*p)->next)
+    if ((*p)->eng == eng) {
+      g = *p;
+      *p = g->next;
+      break;
+    }
+  pthread_mutex_unlock(&graph_mu);
+  return g;
+}
+
+/* ---------------------------------------------------------------- recording */
+
+static size_t ptr_hash(const void *p, int cap) { return ((uintptr_t)p >> 4) * 0x9e3779b97f4a7c15ull >> 7 & (size_t)(cap - 1); }
+
+/* Index of b in g->bufs, or -1. */
+static int buf_index(const gpar_graph *g, const gpar__buf *b) {
+  if (!g->bufhash) return -1;
+  int cap = 2 * g->capbufs;
+  for (size_t h = ptr_hash(b, cap);; h = (h + 1) & (size_t)(cap - 1)) {
+    int i = g->bufhash[h];
+    if (i < 0) return -1;
+    if (g->bufs[i] == b) return i;
+  }
+}
+
+static void hash_put(gpar_graph *g, int i) {
+  int cap = 2 * g->capbufs;
+  size_t h = ptr_hash(g->bufs[i], cap);
+  while (g->bufhash[h] >= 0) h = (h + 1) & (size_t)(cap - 1);
+  g->bufhash[h] = i;
+}
+
+/* Keep b alive for the graph (engine lock held). */
+static int graph_hold_buf_locked(gpar_graph *g, gpar__buf *b) {
+  if (buf_index(g, b) >= 0) return GPAR_OK;
+  if (g->nbufs == g->capbufs) {
+    int cap = g->capbufs ? g->capbufs * 2 : 16;
+    gpar__buf **v = realloc(g->bufs, sizeof *v * (size_t)cap);
+    if (!v) return GPAR_ENOMEM;
+    g->bufs = v;
+    int *h = malloc(sizeof *h * (size_t)cap * 2);
+    if (!h) return GPAR_ENOMEM;
+    free(g->bufhash);
+    g->bufhash = h;
+    g->capbufs = cap;
+    memset(h, 0xff, sizeof *h * (size_t)cap * 2);
+    for (int i = 0; i < g->nbufs; i++) hash_put(g, i);
+  }
+  g->bufs[g->nbufs] = b;
+  hash_put(g, g->nbufs++);
+  b->pending++;
+  return GPAR_OK;
+}
+
+int gpar__graph_record_locked(gpar_engine *eng, gpar__op *op) {
+  gpar_graph *g = gpar__rec.g;
+  int st = g->status;
+  if (st == GPAR_OK && g->nnodes == g->capnodes) {
+    int cap = g->capnodes ? g->capnodes * 2 : 64;
+    gpar__gnode *v = realloc(g->nodes, sizeof *v * (size_t)cap);
+    if (v) {
+      g->nodes = v;
+      g->capnodes = cap;
+    } else {
+      st = GPAR_ENOMEM;
+    }
+  }
+  for (int i = 0; i < op->nacc && st == GPAR_OK; i++) st = graph_hold_buf_locked(g, access_at(op, i)->buf);
+  if (st != GPAR_OK) {
+    /* The op is lost: the recording fails as a whole at gpar_graph_end. */
+    g->status = st;
+    if (op->staging) gpar__pinned_free(&eng->pinned, op->staging);
+    gpar__op_discard_locked(eng, op);
+    return gpar__errorf(st, "out of host memory while recording an operation");
+  }
+  memset(&g->nodes[g->nnodes], 0, sizeof g->nodes[0]);
+  g->nodes[g->nnodes++].op = op;
+  return GPAR_OK;
+}
+
+/* The calling thread's recording when its engine lifetime is over (shut down): forget it. */
+static void forget_stale_recording(void) {
+  gpar_engine *other = gpar__rec.eng;
+  if (gpar__rec.g && (atomic_load(&other->state) != GPAR__ENG_OPEN || atomic_load(&other->serial) != gpar__rec.serial))
+    memset(&gpar__rec, 0, sizeof gpar__rec);
+}
+
+GPAR_API int gpar_graph_begin(gpar_engine *e) {
+  int st;
+  gpar_engine *eng = gpar__engine_enter(e, &st);
+  if (!eng) return st;
+  forget_stale_recording();
+  st = GPAR_OK;
+  if (gpar__in_op)
+    st = gpar__errorf(GPAR_EDEADLK, "gpar_graph_begin called from inside an operation");
+  else if (gpar__rec.g)
+    st = gpar__errorf(GPAR_ERECORDING, "gpar_graph_begin: this thread already records a graph%s",
+                      gpar__rec.eng == eng ? "" : " (on another engine)");
+  gpar_graph *g = st == GPAR_OK ? calloc(1, sizeof *g) : NULL;
+  if (st == GPAR_OK && !g) st = gpar__errorf(GPAR_ENOMEM, "gpar_graph_begin: out of host memory");
+  if (g) {
+    g->token = e;
+    g->eng = eng;
+    g->recording = 1;
+    registry_add(g);
+    gpar__rec.eng = eng;
+    gpar__rec.serial = atomic_load(&eng->serial);
+    gpar__rec.g = g;
+  }
+  gpar__engine_leave(eng);
+  return st;
+}
+
+/* ---------------------------------------------------------------- instantiation */
+
+static int int_push(int **v, int *n, int *cap, int x) {
+  if (*n == *cap) {
+    int c = *cap ? *cap * 2 : 4;
+    int *p = realloc(*v, sizeof *p * (size_t)c);
+    if (!p) return GPAR_ENOMEM;
+    *v = p;
+    *cap = c;
+  }
+  (*v)[(*n)++] = x;
+  return GPAR_OK;
+}
+
+/* Per-buffer state while edges are resolved: last writer and the readers since. */
+typedef struct {
+  int writer;
+  int nrd, caprd;
+  int *rd;
+} bufstate;
+
+/* Producers of node i (global indices << 1 | data), from the buffer states; updates them. */
+static int node_producers(gpar_graph *g, bufstate *bs, int i, int **prods, int *np, int *capp) {
+  gpar__op *op = g->nodes[i].op;
+  int st = GPAR_OK;
+  *np = 0;
+  for (int a = 0; a < op->nacc && st == GPAR_OK; a++) {
+    gpar__access *acc = access_at(op, a);
+    bufstate *b = &bs[buf_index(g, acc->buf)];
+    int cand[2] = {-1, 0}; /* the writer, with the data flag */
+    if (b->writer >= 0) cand[0] = b->writer, cand[1] = (acc->mode & GPAR__READ) != 0;
+    if (cand[0] >= 0) {
+      int k;
+      for (k = 0; k < *np && ((*prods)[k] >> 1) != cand[0]; k++) {
+      }
+      if (k < *np)
+        (*prods)[k] |= cand[1];
+      else
+        st = int_push(prods, np, capp, cand[0] << 1 | cand[1]);
+    }
+    if (acc->mode & GPAR__WRITE) {
+      for (int r = 0; r < b->nrd && st == GPAR_OK; r++) {
+        int k;
+        for (k = 0; k < *np && ((*prods)[k] >> 1) != b->rd[r]; k++) {
+        }
+        if (k == *np && b->rd[r] != i) st = int_push(prods, np, capp, b->rd[r] << 1);
+      }
+      b->nrd = 0;
+      b->writer = i;
+    } else if (st == GPAR_OK && (!b->nrd || b->rd[b->nrd - 1] != i)) {
+      st = int_push(&b->rd, &b->nrd, &b->caprd, i);
+    }
+  }
+  return st;
+}
+
+/* Add b to part L's union; *idx: its index there. where[bi] caches (part, index) of b's last
+ * entry, so a buffer that stays in one part is found without a search. */
+static int part_add_access(gpar__graph_part *p, int L, int *cap, gpar__buf *b, int mode, int (*where)[2], int *idx) {
+  if (where[0][0] == L) {
+    p->acc[*idx = where[0][1]].mode |= mode;
+    return GPAR_OK;
+  }
+  for (int i = 0; i < p->nacc; i++)
+    if (p->acc[i].buf == b) {
+      p->acc[i].mode |= mode;
+      where[0][0] = L;
+      where[0][1] = *idx = i;
+      return GPAR_OK;
+    }
+  where[0][0] = L;
+  where[0][1] = *idx = p->nacc;
+  if (p->nacc == *cap) {
+    int c = *cap ? *cap * 2 : 8;
+    gpar__access *v = realloc(p->acc, sizeof *v * (size_t)c);
+    if (!v) return GPAR_ENOMEM;
+    p->acc = v;
+    *cap = c;
+  }
+  p->acc[p->nacc].buf = b;
+  p->acc[p->nacc++].mode = mode;
+  return GPAR_OK;
+}
+
+/* Resolve the edges among the recorded ops, cut them into parts, and decide per node which
+ * events the replay records and waits on. */
+static int graph_build(gpar_graph *g) {
+  gpar_engine *eng = g->eng;
+  int n = g->nnodes, st = GPAR_OK;
+  bufstate *bs = calloc((size_t)(g->nbufs ? g->nbufs : 1), sizeof *bs);
+  int *lastpart = malloc(sizeof *lastpart * (size_t)eng->ndev);
+  int *local = malloc(sizeof *local * (size_t)(n ? n : 1)); /* node -> index within its part */
+  int *partcap = NULL, *acccap = NULL, nparts = 0, capparts = 0;
+  int *prods = NULL, np = 0, capp = 0, *prevw = NULL, capw = 0;
+  int(*where)[2] = malloc(sizeof *where * (size_t)(g->nbufs ? g->nbufs : 1));
+  if (!where) st = GPAR_ENOMEM;
+  for (int b = 0; where && b < g->nbufs; b++) where[b][0] = -1;
+  if (!bs || !lastpart || !local) st = GPAR_ENOMEM;
+  for (int b = 0; bs && b < g->nbufs; b++) bs[b].writer = -1;
+  for (int d = 0; lastpart && d < eng->ndev; d++) lastpart[d] = -1;
+  for (int i = 0; i < n && st == GPAR_OK; i++) {
+    gpar__gnode *nd = &g->nodes[i];
+    gpar__op *op = nd->op;
+    /* Whether each read sees a value from outside the graph's part: noted before the
+     * buffer states move on (the part is known only after the producers are). */
+    if (op->nacc > capw) {
+      int *v = realloc(prevw, sizeof *v * (size_t)op->nacc);
+      if (!v) {
+        st = GPAR_ENOMEM;
+        break;
+      }
+      prevw = v;
+      capw = op->nacc;
+    }
+    for (int a = 0; a < op->nacc; a++) prevw[a] = bs[buf_index(g, access_at(op, a)->buf)].writer;
+    if ((st = node_producers(g, bs, i, &prods, &np, &capp))) break;
+    int d = op->dev->index, L = lastpart[d];
+    for (int k = 0; k < np && L >= 0; k++)
+      if (g->nodes[prods[k] >> 1].part > L) L = -1;
+    if (L < 0) { /* a new part for this device */
+      if (nparts == capparts) {
+        int c = capparts ? capparts * 2 : 4;
+        gpar__graph_part *v = realloc(g->parts, sizeof *v * (size_t)c);
+        int *pc = realloc(partcap, sizeof *pc * (size_t)c), *ac = pc ? realloc(acccap, sizeof *ac * (size_t)c) : NULL;
+        if (v) g->parts = v;
+        if (pc) partcap = pc;
+        if (ac) acccap = ac;
+        if (!v || !pc || !ac) {
+          st = GPAR_ENOMEM;
+          break;
+        }
+        capparts = c;
+      }
+      L = nparts++;
+      g->nparts = nparts;
+      gpar__graph_part *p = &g->parts[L];
+      memset(p, 0, sizeof *p);
+      p->g = g;
+      p->dev = op->dev;
+      for (int l = 0; l < GPAR__NLANES; l++) p->lane_last[l] = -1;
+      partcap[L] = acccap[L] = 0;
+      lastpart[d] = L;
+    }
+    gpar__graph_part *p = &g->parts[L];
+    nd->part = L;
+    local[i] = p->nnodes;
+    if ((st = int_push(&p->nodes, &p->nnodes, &partcap[L], i))) break;
+    /* The part reads a buffer (and a failure upstream reaches it) only where a read sees a
+     * value from before the part: a fill then a GEMM that accumulates into it reads nothing. */
+    if (!(nd->accidx = malloc(sizeof *nd->accidx * (size_t)op->nacc))) st = GPAR_ENOMEM;
+    for (int a = 0; a < op->nacc && st == GPAR_OK; a++) {
+      int mode = access_at(op, a)->mode, w = prevw[a];
+      if (w >= 0 && g->nodes[w].part == L) mode &= ~GPAR__READ;
+      gpar__buf *b = access_at(op, a)->buf;
+      nd->accidx[a] = -1;
+      if (mode) st = part_add_access(p, L, &acccap[L], b, mode, &where[buf_index(g, b)], &nd->accidx[a]);
+    }
+    /* Edges inside the part, as part-local indices; the others are the engine's at launch. */
+    int ordered = op->dev->ops->ordered_by_events;
+    nd->host_sync = ordered && op->kind == GPAR__OP_COPY && op->u.copy.kind == GPAR__COPY_H2D &&
+                    op->dev->ops->h2d_reads_at_enqueue;
+    for (int k = 0; k < np && st == GPAR_OK; k++) {
+      int j = prods[k] >> 1;
+      if (g->nodes[j].part != L) continue;
+      int cap = nd->nprods; /* grows by doubling from the count */
+      if ((st = int_push(&nd->prods, &nd->nprods, &cap, local[j] << 1 | (prods[k] & 1)))) break;
+      if (ordered && (g->nodes[j].op->lane != op->lane || nd->host_sync)) g->nodes[j].need_event = 1;
+    }
+    if (ordered && op->dev->ops->graph_begin == NULL) p->no_capture = 1;
+    if (op->kind == GPAR__OP_USER && ordered) p->no_capture = 1; /* called at every launch */
+    /* Decided here, not by a failed capture: a host wait (event_sync) is refused while
+     * capturing, and so are copies the backend cannot capture (CUDA: peer copies without peer
+     * access). */
+    if (nd->host_sync) p->no_capture = 1;
+    if (ordered && op->kind == GPAR__OP_COPY && op->dev->ops->graph_copy_ok &&
+        !op->dev->ops->graph_copy_ok(op->dev->bdev, &op->u.copy))
+      p->no_capture = 1;
+    p->lane_last[op->lane] = local[i];
+  }
+  /* The lanes other than the compute lane join it at the end of the part: their last node
+   * records an event. A GEMM records none unless asked (OpenCL: no cl_event per call). */
+  for (int L = 0; L < nparts && st == GPAR_OK; L++) {
+    gpar__graph_part *p = &g->parts[L];
+    if (!p->dev->ops->ordered_by_events) continue;
+    for (int l = 1; l < GPAR__NLANES; l++)
+      if (p->lane_last[l] >= 0) g->nodes[p->nodes[p->lane_last[l]]].need_event = 1;
+  }
+  for (int i = 0; i < n && st == GPAR_OK; i++)
+    if (g->nodes[i].op->kind == GPAR__OP_GEMM) g->nodes[i].op->u.gemm.no_event = !g->nodes[i].need_event;
+  for (int b = 0; bs && b < g->nbufs; b++) free(bs[b].rd);
+  free(bs);
+  free(lastpart);
+  free(local);
+  free(partcap);
+  free(acccap);
+  free(prods);
+  free(prevw);
+  free(where);
+  if (st != GPAR_OK) return gpar__errorf(st, "gpar_graph_end: out of host memory while resolving edges");
+  return GPAR_OK;
+}
+
+GPAR_API int gpar_graph_end(gpar_engine *e, gpar_graph **graph) {
+  int st;
+  gpar_engine *eng = gpar__engine_enter(e, &st);
+  if (!eng) {
+    forget_stale_recording();
+    return st;
+  }
+  if (graph) *graph = NULL;
+  if (!graph) {
+    st = gpar__errorf(GPAR_EINVAL, "gpar_graph_end: graph is NULL");
+  } else if (!gpar__graph_recording(eng)) {
+    st = gpar__errorf(GPAR_EINVAL, "gpar_graph_end: this thread records no graph on this engine");
+  } else {
+    gpar_graph *g = gpar__rec.g;
+    memset(&gpar__rec, 0, sizeof gpar__rec);
+    st = g->status;
+    if (st != GPAR_OK)
+      gpar__errorf(st, "gpar_graph_end: an operation could not be recorded (out of host memory)");
+    else
+      st = graph_build(g);
+    if (st != GPAR_OK) {
+      registry_remove(g);
+      gpar__graph_free(g);
+    } else {
+      pthread_mutex_lock(&graph_mu);
+      g->recording = 0;
+      pthread_mutex_unlock(&graph_mu);
+      *graph = g;
+    }
+  }
+  gpar__engine_leave(eng);
+  return st;
+}
