@@ -202,7 +202,7 @@ typedef struct gpar_native {
   int device;            /* device index in the flat list */
   int backend_index;     /* device index within its backend (CUDA ordinal, ...) */
   void *stream;          /* cudaStream_t, cl_command_queue, or NULL on the CPU */
-  void *context;         /* cl_context on OpenCL, else NULL */
+  void *context;         /* cl_context on OpenCL (shared by every engine of the process: do not release it), else NULL */
   void *blas;            /* cublasHandle_t on CUDA, else NULL */
 } gpar_native;
 
