@@ -57,13 +57,9 @@ gpar__op *gpar__op_new_locked(gpar_engine *eng) {
   return op;
 }
 
-static gpar__access *op_access(gpar__op *op, int i) {
-  return i < GPAR__INLINE ? &op->acc[i] : &op->acc_more[i - GPAR__INLINE];
-}
-
 int gpar__op_add_access(gpar__op *op, gpar__buf *buf, int mode) {
   for (int i = 0; i < op->nacc; i++) {
-    gpar__access *a = op_access(op, i);
+    gpar__access *a = gpar__op_access(op, i);
     if (a->buf == buf) {
       a->mode |= mode;
       return GPAR_OK;
@@ -77,7 +73,7 @@ int gpar__op_add_access(gpar__op *op, gpar__buf *buf, int mode) {
       op->acc_more = m;
     }
   }
-  gpar__access *a = op_access(op, op->nacc++);
+  gpar__access *a = gpar__op_access(op, op->nacc++);
   a->buf = buf;
   a->mode = mode;
   return GPAR_OK;
@@ -220,7 +216,7 @@ int gpar__op_submit_locked(gpar_engine *eng, gpar__op *op, int keep) {
   eng->stats.ops_in_flight++;
   if (eng->tracing) op->t_call = gpar__depth ? gpar__t_call : gpar__now();
   for (int i = 0; i < op->nacc && st == GPAR_OK; i++) {
-    gpar__access *a = op_access(op, i);
+    gpar__access *a = gpar__op_access(op, i);
     gpar__buf *b = a->buf;
     /* A read depends on the data of the last writer; a pure overwrite only follows it. */
     if (b->writer)
@@ -298,7 +294,7 @@ static void retire_one_locked(gpar_engine *eng, gpar__op *op, gpar__op **work) {
   drop_producers_locked(eng, op); /* CPU ops: dispatch dropped nothing */
   if (op->status == GPAR_OK && atomic_load(&op->dep_failed)) op->status = GPAR_EDEPFAILED;
   for (int i = 0; i < op->nacc; i++) {
-    gpar__access *a = op_access(op, i);
+    gpar__access *a = gpar__op_access(op, i);
     gpar__buf *b = a->buf;
     if (a->mode & GPAR__WRITE) {
       if (b->writer == op) b->writer = NULL;

@@ -47,10 +47,6 @@ struct gpar_graph {
   int *bufhash;          /* open addressing over bufs, capacity 2 * capbufs; -1 empty */
 };
 
-static inline gpar__access *access_at(gpar__op *op, int i) {
-  return i < GPAR__INLINE ? &op->acc[i] : &op->acc_more[i - GPAR__INLINE];
-}
-
 /* graph_record.c: the registry of live graphs (its lock is never held with an engine lock).
  * Remove g (take = 1) or only check it, when it is a live, ended graph; *token: its engine's
  * handle. 0 when it is not. */

@@ -53,7 +53,7 @@ static int launch_parts(gpar_engine *eng, gpar_graph *g) {
     /* The union has no duplicates: copy it in (gpar__op_add_access would search it per entry). */
     if (p->nacc > GPAR__INLINE && !(op->acc_more = malloc(sizeof *op->acc_more * (size_t)(p->nacc - GPAR__INLINE))))
       st = GPAR_ENOMEM;
-    for (int a = 0; a < p->nacc && st == GPAR_OK; a++) *access_at(op, a) = p->acc[a];
+    for (int a = 0; a < p->nacc && st == GPAR_OK; a++) *gpar__op_access(op, a) = p->acc[a];
     if (st == GPAR_OK) op->nacc = p->nacc;
     if (st != GPAR_OK) {
       n++;
@@ -222,8 +222,8 @@ static void mark_failures(gpar__op *op, gpar__graph_part *p, const int *status) 
     gpar__gnode *nd = &p->g->nodes[p->nodes[k]];
     any |= status[k] != GPAR_OK;
     for (int a = 0; a < nd->op->nacc; a++) {
-      if (!(access_at(nd->op, a)->mode & GPAR__WRITE)) continue;
-      int *m = &access_at(op, nd->accidx[a])->mode;
+      if (!(gpar__op_access(nd->op, a)->mode & GPAR__WRITE)) continue;
+      int *m = &gpar__op_access(op, nd->accidx[a])->mode;
       *m &= ~(GPAR__WRITE_FAILED | GPAR__WRITE_SKIPPED);
       if (status[k] != GPAR_OK) *m |= status[k] == GPAR_EDEPFAILED ? GPAR__WRITE_SKIPPED : GPAR__WRITE_FAILED;
     }
@@ -234,7 +234,7 @@ static void mark_failures(gpar__op *op, gpar__graph_part *p, const int *status) 
 int gpar__graph_write_status(const gpar__op *op, const gpar__buf *b, const char **msg) {
   *msg = NULL;
   for (int a = 0; a < op->nacc; a++) {
-    const gpar__access *acc = a < GPAR__INLINE ? &op->acc[a] : &op->acc_more[a - GPAR__INLINE];
+    const gpar__access *acc = gpar__op_access(op, a);
     if (acc->buf != b) continue;
     if (acc->mode & GPAR__WRITE_FAILED) {
       *msg = op->errmsg;
@@ -252,7 +252,7 @@ int gpar__graph_write_status(const gpar__op *op, const gpar__buf *b, const char 
 int gpar__graph_fails_reader(const gpar__op *op, const gpar__op *c) {
   const char *msg;
   for (int a = 0; a < c->nacc; a++) {
-    const gpar__access *acc = a < GPAR__INLINE ? &c->acc[a] : &c->acc_more[a - GPAR__INLINE];
+    const gpar__access *acc = gpar__op_access(c, a);
     if ((acc->mode & GPAR__READ) && gpar__graph_write_status(op, acc->buf, &msg) != GPAR_OK) return 1;
   }
   return 0;

@@ -127,7 +127,7 @@ int gpar__graph_record_locked(gpar_engine *eng, gpar__op *op) {
       st = GPAR_ENOMEM;
     }
   }
-  for (int i = 0; i < op->nacc && st == GPAR_OK; i++) st = graph_hold_buf_locked(g, access_at(op, i)->buf);
+  for (int i = 0; i < op->nacc && st == GPAR_OK; i++) st = graph_hold_buf_locked(g, gpar__op_access(op, i)->buf);
   if (st != GPAR_OK) {
     /* The op is lost: the recording fails as a whole at gpar_graph_end. */
     g->status = st;
@@ -200,7 +200,7 @@ static int node_producers(gpar_graph *g, bufstate *bs, int i, int **prods, int *
   int st = GPAR_OK;
   *np = 0;
   for (int a = 0; a < op->nacc && st == GPAR_OK; a++) {
-    gpar__access *acc = access_at(op, a);
+    gpar__access *acc = gpar__op_access(op, a);
     bufstate *b = &bs[buf_index(g, acc->buf)];
     int cand[2] = {-1, 0}; /* the writer, with the data flag */
     if (b->writer >= 0) cand[0] = b->writer, cand[1] = (acc->mode & GPAR__READ) != 0;
@@ -287,7 +287,7 @@ static int graph_build(gpar_graph *g) {
       prevw = v;
       capw = op->nacc;
     }
-    for (int a = 0; a < op->nacc; a++) prevw[a] = bs[buf_index(g, access_at(op, a)->buf)].writer;
+    for (int a = 0; a < op->nacc; a++) prevw[a] = bs[buf_index(g, gpar__op_access(op, a)->buf)].writer;
     if ((st = node_producers(g, bs, i, &prods, &np, &capp))) break;
     int d = op->dev->index, L = lastpart[d];
     for (int k = 0; k < np && L >= 0; k++)
@@ -324,9 +324,9 @@ static int graph_build(gpar_graph *g) {
      * value from before the part: a fill then a GEMM that accumulates into it reads nothing. */
     if (!(nd->accidx = malloc(sizeof *nd->accidx * (size_t)op->nacc))) st = GPAR_ENOMEM;
     for (int a = 0; a < op->nacc && st == GPAR_OK; a++) {
-      int mode = access_at(op, a)->mode, w = prevw[a];
+      int mode = gpar__op_access(op, a)->mode, w = prevw[a];
       if (w >= 0 && g->nodes[w].part == L) mode &= ~GPAR__READ;
-      gpar__buf *b = access_at(op, a)->buf;
+      gpar__buf *b = gpar__op_access(op, a)->buf;
       nd->accidx[a] = -1;
       if (mode) st = part_add_access(p, L, &acccap[L], b, mode, &where[buf_index(g, b)], &nd->accidx[a]);
     }

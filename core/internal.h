@@ -135,6 +135,12 @@ struct gpar__op {
   } u;
 };
 
+/* Access i of op: the first GPAR__INLINE inline, the rest in acc_more. Like strchr, it takes a
+ * const op and returns a writable pointer, so that readers and writers share one accessor. */
+static inline gpar__access *gpar__op_access(const gpar__op *op, int i) {
+  return i < GPAR__INLINE ? (gpar__access *)&op->acc[i] : &op->acc_more[i - GPAR__INLINE];
+}
+
 /* A multi-producer queue of ready ops consumed by one or more threads that spin briefly
  * before sleeping. */
 typedef struct gpar__queue {
