@@ -73,8 +73,7 @@ static void comm_put(gpar__comm *c) {
 /* Backend collectives when every member is a device of one backend that has them. Env
  * GPAR_COMM_STAGED=1 forces the staged path (for comparisons). */
 static void comm_try_backend(gpar_engine *eng, gpar__comm *c) {
-  const char *e = getenv("GPAR_COMM_STAGED");
-  if (e && atoi(e)) return;
+  if (eng->env_comm_staged) return;
   const gpar__backend_ops *ops = eng->devs[c->devs[0]]->ops;
   gpar__backend *be = eng->devs[c->devs[0]]->be;
   if (!ops->comm_create || !ops->coll || !ops->comm_destroy) return;

@@ -185,12 +185,8 @@ void gpar__comm_op_free(gpar__op *op) {
  * NCCL, which cannot cancel it. After GPAR_COMM_TIMEOUT seconds (default 300) it is named on
  * stderr, once, so the hang is never silent. */
 void gpar__comm_watch(gpar__device *dev, gpar__op *op) {
-  static double timeout;
+  const double timeout = dev->eng->env_comm_timeout;
   if (op->u.coll.warned) return;
-  if (timeout == 0) {
-    const char *e = getenv("GPAR_COMM_TIMEOUT");
-    timeout = e && atof(e) > 0 ? atof(e) : 300.0;
-  }
   double waited = gpar__now() - op->t_dispatch;
   if (waited < timeout) return;
   op->u.coll.warned = 1;

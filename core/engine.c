@@ -23,11 +23,17 @@ double gpar__now(void) {
 
 /* ---------------------------------------------------------------- configuration */
 
-/* The one place that reads the environment: the gpar_config fields (cfg non-NULL) and the
- * fault to inject at gpar_init (fault non-NULL). */
-static void config_from_env(gpar_config *cfg, const char **fault) {
+/* The one place that reads the environment: the gpar_config fields (cfg non-NULL), and the
+ * fault to inject plus the engine's knobs without a config field at gpar_init (eng non-NULL). */
+static void config_from_env(gpar_config *cfg, gpar_engine *eng, const char **fault) {
   const char *s;
-  if (fault) *fault = getenv("GPAR_FAULT");
+  if (eng) {
+    *fault = getenv("GPAR_FAULT");
+    s = getenv("GPAR_PINNED_PROVIDER");
+    snprintf(eng->env_pinned_provider, sizeof eng->env_pinned_provider, "%s", s ? s : "");
+    eng->env_comm_staged = (s = getenv("GPAR_COMM_STAGED")) && atoi(s);
+    eng->env_comm_timeout = (s = getenv("GPAR_COMM_TIMEOUT")) && atof(s) > 0 ? atof(s) : 300.0;
+  }
   if (!cfg) return;
   if ((s = getenv("GPAR_SYNC"))) cfg->synchronous = atoi(s);
   if ((s = getenv("GPAR_HOST_THREADS"))) cfg->host_threads = atoi(s);
@@ -50,7 +56,7 @@ static void config_from_env(gpar_config *cfg, const char **fault) {
 GPAR_API void gpar_config_init(gpar_config *cfg) {
   if (!cfg) return;
   memset(cfg, 0, sizeof *cfg);
-  config_from_env(cfg, NULL);
+  config_from_env(cfg, NULL, NULL);
 }
 
 /* ---------------------------------------------------------------- faults */
@@ -194,7 +200,7 @@ GPAR_API int gpar_init(gpar_engine **out, const gpar_config *cfg) {
   eng->combine = eng->cfg.retire == GPAR_RETIRE_COMBINE;
   atomic_init(&eng->done, 0);
   const char *fault = NULL;
-  config_from_env(NULL, &fault);
+  config_from_env(NULL, eng, &fault);
   eng->tracing = !eng->cfg.trace_path ? 0 : *eng->cfg.trace_path ? 2 : 1; /* "": breakdown, no file */
   eng->t0 = gpar__now();
 

@@ -81,7 +81,7 @@ void gpar__pinned_init(gpar_engine *eng) {
   /* Provider: the env's choice, else a preferred backend with a GPU device (pinning matters for
    * DMA only: OpenCL with just PoCL's CPU devices is not preferred), else the first GPU backend
    * (CUDA before OpenCL). */
-  const char *want = getenv("GPAR_PINNED_PROVIDER");
+  const char *want = eng->env_pinned_provider;
   int forced = 0;
   if (want && *want) {
     gpar__backend *be = NULL;
