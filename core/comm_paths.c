@@ -185,7 +185,7 @@ void gpar__comm_op_free(gpar__op *op) {
  * NCCL, which cannot cancel it. After GPAR_COMM_TIMEOUT seconds (default 300) it is named on
  * stderr, once, so the hang is never silent. */
 void gpar__comm_watch(gpar__device *dev, gpar__op *op) {
-  const double timeout = dev->eng->env_comm_timeout;
+  const double timeout = dev->eng->cfg.comm_timeout;
   if (op->u.coll.warned) return;
   double waited = gpar__now() - op->t_dispatch;
   if (waited < timeout) return;

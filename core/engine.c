@@ -32,7 +32,6 @@ static void config_from_env(gpar_config *cfg, gpar_engine *eng, const char **fau
     s = getenv("GPAR_PINNED_PROVIDER");
     snprintf(eng->env_pinned_provider, sizeof eng->env_pinned_provider, "%s", s ? s : "");
     eng->env_comm_staged = (s = getenv("GPAR_COMM_STAGED")) && atoi(s);
-    eng->env_comm_timeout = (s = getenv("GPAR_COMM_TIMEOUT")) && atof(s) > 0 ? atof(s) : 300.0;
   }
   if (!cfg) return;
   if ((s = getenv("GPAR_SYNC"))) cfg->synchronous = atoi(s);
@@ -41,6 +40,7 @@ static void config_from_env(gpar_config *cfg, gpar_engine *eng, const char **fau
   if ((s = getenv("GPAR_TRACE")) && *s) cfg->trace_path = s;
   if ((s = getenv("GPAR_PINNED_LIMIT_MB"))) cfg->pinned_limit = (size_t)strtoull(s, NULL, 10) << 20;
   if ((s = getenv("GPAR_QUIET"))) cfg->quiet = atoi(s);
+  if ((s = getenv("GPAR_COMM_TIMEOUT")) && atof(s) > 0) cfg->comm_timeout = atof(s);
   if ((s = getenv("GPAR_CUBLASLT"))) cfg->cublaslt = atoi(s) ? 1 : -1;
   if ((s = getenv("GPAR_RETIRE")))
     cfg->retire = !strcmp(s, "direct") ? GPAR_RETIRE_DIRECT : !strcmp(s, "combine") ? GPAR_RETIRE_COMBINE : 0;
@@ -190,6 +190,7 @@ GPAR_API int gpar_init(gpar_engine **out, const gpar_config *cfg) {
   eng->backends_named = eng->cfg.backends;
   if (!eng->cfg.backends) eng->cfg.backends = GPAR_BACKEND_HOST | GPAR_BACKEND_CUDA | GPAR_BACKEND_OPENCL;
   eng->cfg.backends |= GPAR_BACKEND_HOST;
+  if (!(eng->cfg.comm_timeout > 0)) eng->cfg.comm_timeout = 300.0;
   if (eng->cfg.host_threads <= 0) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     eng->cfg.host_threads = n > 0 ? (int)n : 2;
@@ -307,6 +308,18 @@ GPAR_API int gpar_device_find(gpar_engine *e, int backend_id, int type, int skip
       break;
     }
   }
+  gpar__engine_leave(eng);
+  return st;
+}
+
+GPAR_API int gpar_config_get(gpar_engine *e, gpar_config *cfg) {
+  int st;
+  gpar_engine *eng = gpar__engine_enter(e, &st);
+  if (!eng) return st;
+  if (cfg)
+    *cfg = eng->cfg;
+  else
+    st = gpar__errorf(GPAR_EINVAL, "gpar_config_get: cfg is NULL");
   gpar__engine_leave(eng);
   return st;
 }

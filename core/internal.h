@@ -260,11 +260,9 @@ struct gpar_engine {
   char backend_why[3][192];
   /* Knobs with no gpar_config field, read from the environment at gpar_init by engine.c (the
    * one reader): GPAR_PINNED_PROVIDER=cuda|opencl|host ("" when unset), GPAR_COMM_STAGED=1
-   * (collectives always staged), GPAR_COMM_TIMEOUT (seconds before the watchdog names a stuck
-   * backend collective; 300 when unset). */
+   * (collectives always staged). */
   char env_pinned_provider[16];
   int env_comm_staged;
-  double env_comm_timeout;
   /* buffers */
   gpar__buf **slots;
   uint32_t nslots, capslots;

@@ -97,6 +97,8 @@ typedef struct gpar_config {
                            cublasSgemm/Dgemm where cublasLt has no algorithm; -1: cublasSgemm/Dgemm always.
                            env GPAR_CUBLASLT=0 gives -1, =1 gives 1 */
   int retire;           /* how finished ops are retired: GPAR_RETIRE_* (0: the default). env GPAR_RETIRE=combine|direct */
+  double comm_timeout;  /* seconds before a communicator's operation that does not complete fails (libgpar_mpi) or
+                           is named and aborted (NCCL); 0: 300. env GPAR_COMM_TIMEOUT */
 } gpar_config;
 
 /* Backend bits for gpar_config.backends and gpar_device_info.backend_id. */
@@ -105,6 +107,10 @@ enum { GPAR_BACKEND_HOST = 1, GPAR_BACKEND_CUDA = 2, GPAR_BACKEND_OPENCL = 4 };
 /* Fill cfg with the defaults, then the environment overrides (GPAR_* variables below); fields
  * set after this call win over both. gpar_init(&eng, NULL) uses exactly this. */
 GPAR_API void gpar_config_init(gpar_config *cfg);
+
+/* The configuration eng runs with: its gpar_config with the defaults filled in (host_threads,
+ * backends, comm_timeout). */
+GPAR_API int gpar_config_get(gpar_engine *eng, gpar_config *cfg);
 
 /* Create an engine. cfg NULL: defaults plus environment overrides. Devices of every built
  * backend are probed; a backend with no device is not an error. */
