@@ -96,7 +96,6 @@ typedef struct gpar_config {
   int cublaslt;         /* CUDA sgemm/dgemm: 0 (default) or 1: through cublasLt plans cached per shape, with
                            cublasSgemm/Dgemm where cublasLt has no algorithm; -1: cublasSgemm/Dgemm always.
                            env GPAR_CUBLASLT=0 gives -1, =1 gives 1 */
-  int retire;           /* how finished ops are retired: GPAR_RETIRE_* (0: the default). env GPAR_RETIRE=combine|direct */
   double comm_timeout;  /* seconds before a communicator's operation that does not complete fails (libgpar_mpi) or
                            is named and aborted (NCCL); 0: 300. env GPAR_COMM_TIMEOUT */
 } gpar_config;
@@ -425,16 +424,6 @@ GPAR_API int gpar_graph_launch(gpar_graph *graph);
 /* Wait for the graph's launches in flight, then free it and let go of its buffers.
  * GPAR_EINVAL on a graph destroyed already. gpar_shutdown destroys the engine's graphs. */
 GPAR_API int gpar_graph_destroy(gpar_graph *graph);
-
-/* ------------------------------------------------------------------ retirement mode (issue 11) */
-
-/* gpar_config.retire: how finished ops reach the engine's lock. DIRECT (the default): every
- * finishing thread waits for the engine lock for its own op. COMBINE: a thread that finishes an
- * op retires it itself when the engine lock is free, else pushes it on a lock-free list that one
- * thread at a time retires whole under the lock, while the others go on at once (slower on the
- * 32-core H200 host in the one run made: kept for measurement).
- * Semantics are the same; only the cost differs (for A/B measurement). */
-enum { GPAR_RETIRE_DEFAULT = 0, GPAR_RETIRE_COMBINE = 1, GPAR_RETIRE_DIRECT = 2 };
 
 #ifdef __cplusplus
 }

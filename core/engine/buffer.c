@@ -1,10 +1,13 @@
 /* buffer.c: buffers and their handles. A handle is {id, serial}: id locates the buffer (engine
  * slot + 1 in the high 32 bits, slot in the engine's table below); serial names it and is never
  * reused in the process, so released, foreign and shut-down handles are refused however many
- * buffers and engines come and go. At the serials' end creation fails instead of wrapping. */
+ * buffers and engines come and go. At the serials' end creation fails instead of wrapping.
+ * A buffer lives while anything references it: its handle (until released), each op that
+ * accesses it (until the op retires or is discarded), each lookup in progress. The last
+ * reference frees its memory and its slot. */
 #include <stdlib.h>
 
-#include "internal.h"
+#include "engine/engine.h"
 
 static _Atomic uint64_t gpar__buf_serial; /* last buffer serial given */
 
@@ -26,9 +29,8 @@ gpar_buffer gpar__buf_handle(const gpar__buf *b) {
   return (gpar_buffer){((uint64_t)(b->eng->slot + 1) << 32) | b->slot, b->serial};
 }
 
-/* Resolve a handle for engine eng (engine lock held). A live handle of another engine is
- * GPAR_EENGINE; anything else that is not a live buffer of eng is GPAR_EBADBUF. */
-int gpar__buf_get_locked(gpar_engine *eng, gpar_buffer h, gpar__buf **b) {
+/* Resolve a handle for engine eng (engine lock held). */
+static int buf_find_locked(gpar_engine *eng, gpar_buffer h, gpar__buf **b) {
   if (h.id == 0) return gpar__errorf(GPAR_EBADBUF, "null buffer handle");
   if (atomic_load(&eng->state) == GPAR__ENG_CLOSED) return gpar__errorf(GPAR_ESHUTDOWN, "engine is shut down");
   uint64_t es = h.id >> 32;
@@ -45,59 +47,53 @@ int gpar__buf_get_locked(gpar_engine *eng, gpar_buffer h, gpar__buf **b) {
   if (h.serial < atomic_load(&eng->first_buf_serial))
     return gpar__errorf(GPAR_EBADBUF, "buffer handle %#llx:%llu: its engine is shut down", (unsigned long long)h.id,
                         (unsigned long long)h.serial);
-  if (slot >= eng->nslots || !eng->slots[slot] || eng->slots[slot]->serial != h.serial || eng->slots[slot]->released)
+  if (slot >= eng->nslots || !eng->slots[slot] || eng->slots[slot]->serial != h.serial ||
+      atomic_load(&eng->slots[slot]->released))
     return gpar__errorf(GPAR_EBADBUF, "buffer handle %#llx:%llu is released or invalid", (unsigned long long)h.id,
                         (unsigned long long)h.serial);
   *b = eng->slots[slot];
   return GPAR_OK;
 }
 
-/* Decode a handle; on success the engine lock is held and *b is live and not released. */
-int gpar__buf_lookup(gpar_buffer h, gpar__buf **b, gpar_engine **eng_out) {
-  uint64_t es = h.id >> 32;
-  if (h.id == 0) return gpar__errorf(GPAR_EBADBUF, "null buffer handle");
-  gpar_engine *eng = es ? gpar__engine_at(es - 1) : NULL;
-  if (!eng || atomic_load(&eng->state) == GPAR__ENG_FREE)
-    return gpar__errorf(GPAR_EBADBUF, "buffer handle %#llx:%llu: its engine is shut down or unknown",
-                        (unsigned long long)h.id, (unsigned long long)h.serial);
+int gpar__buf_get(gpar_engine *eng, gpar_buffer h, gpar__buf **b) {
   pthread_mutex_lock(&eng->mu);
-  int st = gpar__buf_get_locked(eng, h, b);
-  if (st) {
-    pthread_mutex_unlock(&eng->mu);
-    return st;
-  }
-  *eng_out = eng;
-  return GPAR_OK;
+  int st = buf_find_locked(eng, h, b);
+  if (st == GPAR_OK) atomic_fetch_add_explicit(&(*b)->refs, 1, memory_order_relaxed);
+  pthread_mutex_unlock(&eng->mu);
+  return st;
 }
 
-void gpar__buf_free_locked(gpar_engine *eng, gpar__buf *b) {
-  gpar__buffer_free_mem(eng, b->dev, b->mem);
+void gpar__buf_ref(gpar__buf *b) { atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed); }
+
+/* Free a buffer nothing references any more (engine lock held). */
+static void buf_free_locked(gpar_engine *eng, gpar__buf *b) {
+  if (b->dev)
+    b->dev->ops->mem_free(b->dev->bdev, b->mem);
+  else
+    gpar__pinned_free(&eng->pinned, b->mem);
   eng->slots[b->slot] = NULL;
   eng->free_slots[eng->nfree++] = b->slot;
-  eng->stats.buffers_live--;
+  if (b->bytes) eng->stats.buffers_live--; /* tokens (no memory) are not counted */
   free(b->readers);
   free(b->errmsg);
   free(b);
 }
 
-int gpar__buffer_alloc(gpar_engine *eng, gpar__device *dev, size_t bytes, void **mem) {
-  int st;
-  if (dev) {
-    st = gpar__fault(eng, GPAR__FAULT_ALLOC);
-    if (!st) st = dev->ops->mem_alloc(dev->bdev, bytes, mem);
-    return st;
-  }
-  return gpar__pinned_alloc(eng, bytes, mem);
+void gpar__buf_put(gpar__buf *b) {
+  if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1) return;
+  gpar_engine *eng = b->eng;
+  pthread_mutex_lock(&eng->mu);
+  buf_free_locked(eng, b);
+  pthread_mutex_unlock(&eng->mu);
 }
 
-void gpar__buffer_free_mem(gpar_engine *eng, gpar__device *dev, void *mem) {
-  if (dev)
-    dev->ops->mem_free(dev->bdev, mem);
-  else
-    gpar__pinned_free(&eng->pinned, mem);
+/* Drop a reference with the engine lock held (retirement). */
+void gpar__buf_put_locked(gpar__buf *b) {
+  if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) == 1) buf_free_locked(b->eng, b);
 }
 
-int gpar__buffer_register_locked(gpar_engine *eng, gpar__device *dev, size_t bytes, void *mem, gpar__buf **out) {
+/* A slot for a new buffer (engine lock held). */
+static int buf_register_locked(gpar_engine *eng, gpar__device *dev, size_t bytes, void *mem, gpar__buf **out) {
   if (atomic_load(&eng->state) == GPAR__ENG_CLOSED) return gpar__errorf(GPAR_ESHUTDOWN, "engine is shut down");
   if (!eng->nfree && eng->nslots == eng->capslots) {
     uint32_t cap = eng->capslots ? eng->capslots * 2 : 64;
@@ -120,13 +116,14 @@ int gpar__buffer_register_locked(gpar_engine *eng, gpar__device *dev, size_t byt
   b->dev = dev;
   b->host_memory = !dev || !dev->ops->ordered_by_events;
   b->bytes = bytes;
+  atomic_init(&b->refs, 1); /* the handle's */
   eng->slots[b->slot] = b;
-  eng->stats.buffers_live++;
+  if (bytes) eng->stats.buffers_live++;
   *out = b;
   return GPAR_OK;
 }
 
-int gpar__buffer_create(gpar_engine *eng, int dev, size_t bytes, gpar_buffer *buf) {
+int gpar__buf_create(gpar_engine *eng, int dev, size_t bytes, gpar_buffer *buf) {
   int st;
   if (bytes == 0) return gpar__errorf(GPAR_EINVAL, "gpar_buffer_create: size is 0");
   if (dev != GPAR_HOST && (dev < 0 || dev >= eng->ndev))
@@ -138,99 +135,53 @@ int gpar__buffer_create(gpar_engine *eng, int dev, size_t bytes, gpar_buffer *bu
                         (unsigned long long)d->info.memory_bytes, dev, d->info.name);
   /* Allocation may call the vendor (pool refill): not under the engine lock. */
   void *mem;
-  if ((st = gpar__buffer_alloc(eng, d, bytes, &mem))) return st;
+  if (d) {
+    st = gpar__fault(eng, GPAR__FAULT_ALLOC);
+    if (!st) st = d->ops->mem_alloc(d->bdev, bytes, &mem);
+  } else {
+    st = gpar__pinned_alloc(eng, bytes, &mem);
+  }
+  if (st) return st;
   gpar__buf *b;
   pthread_mutex_lock(&eng->mu);
-  st = gpar__buffer_register_locked(eng, d, bytes, mem, &b);
+  st = buf_register_locked(eng, d, bytes, mem, &b);
   if (st == GPAR_OK) *buf = gpar__buf_handle(b);
   pthread_mutex_unlock(&eng->mu);
-  if (st != GPAR_OK) gpar__buffer_free_mem(eng, d, mem);
-  return st;
-}
-
-GPAR_API int gpar_buffer_create(gpar_engine *e, int dev, size_t bytes, gpar_buffer *buf) {
-  int st;
-  if (buf) *buf = (gpar_buffer){0, 0};
-  gpar_engine *eng = gpar__engine_enter(e, &st);
-  if (!eng) return st;
-  if (!buf)
-    st = gpar__errorf(GPAR_EINVAL, "gpar_buffer_create: buf is NULL");
-  else
-    st = gpar__buffer_create(eng, dev, bytes, buf);
-  gpar__engine_leave(eng);
-  return st;
-}
-
-static int release_locked(gpar_engine *eng, gpar_buffer handle) {
-  gpar__buf *b;
-  int st = gpar__buf_get_locked(eng, handle, &b);
-  if (st) return st;
-  b->released = 1;
-  if (b->pending == 0) gpar__buf_free_locked(eng, b);
-  return GPAR_OK;
-}
-
-/* Release a handle of an entered engine. */
-int gpar__buffer_release(gpar_buffer handle) {
-  uint64_t es = handle.id >> 32;
-  gpar_engine *eng = es ? gpar__engine_at(es - 1) : NULL;
-  if (!eng) return gpar__errorf(GPAR_EBADBUF, "not a buffer handle");
-  pthread_mutex_lock(&eng->mu);
-  int st = release_locked(eng, handle);
-  pthread_mutex_unlock(&eng->mu);
-  return st;
-}
-
-GPAR_API int gpar_buffer_release(gpar_buffer handle) {
-  int st;
-  gpar_engine *eng = gpar__engine_enter_buf(handle, &st);
-  if (!eng) return st;
-  st = gpar__buffer_release(handle);
-  gpar__engine_leave(eng);
-  return st;
-}
-
-/* What the small queries read of a buffer. */
-static int buf_peek(gpar_buffer handle, int *host, void **mem, size_t *bytes, int *dev) {
-  int st;
-  gpar_engine *eng = gpar__engine_enter_buf(handle, &st);
-  if (!eng) return st;
-  gpar__buf *b;
-  pthread_mutex_lock(&eng->mu);
-  if ((st = gpar__buf_get_locked(eng, handle, &b)) == GPAR_OK) {
-    *host = b->host_memory;
-    *mem = b->mem;
-    *bytes = b->bytes;
-    *dev = b->dev ? b->dev->index : GPAR_HOST;
+  if (st != GPAR_OK) {
+    if (d)
+      d->ops->mem_free(d->bdev, mem);
+    else
+      gpar__pinned_free(&eng->pinned, mem);
   }
-  pthread_mutex_unlock(&eng->mu);
-  gpar__engine_leave(eng);
   return st;
 }
 
-GPAR_API void *gpar_buffer_host_ptr(gpar_buffer handle) {
-  int host, dev;
-  void *mem;
-  size_t bytes;
-  if (buf_peek(handle, &host, &mem, &bytes, &dev)) return NULL;
-  if (!host) gpar__errorf(GPAR_EINVAL, "gpar_buffer_host_ptr: buffer is not in host memory");
-  return host ? mem : NULL;
+int gpar__buf_create_token(gpar_engine *eng, gpar_buffer *buf) {
+  gpar__buf *b;
+  pthread_mutex_lock(&eng->mu);
+  int st = buf_register_locked(eng, NULL, 0, NULL, &b);
+  if (st == GPAR_OK) *buf = gpar__buf_handle(b);
+  pthread_mutex_unlock(&eng->mu);
+  return st;
 }
 
-GPAR_API void *gpar_buffer_native(gpar_buffer handle) {
-  int host, dev;
-  void *mem;
-  size_t bytes;
-  return buf_peek(handle, &host, &mem, &bytes, &dev) ? NULL : mem;
+int gpar__buf_release(gpar_engine *eng, gpar_buffer h) {
+  gpar__buf *b;
+  pthread_mutex_lock(&eng->mu);
+  int st = buf_find_locked(eng, h, &b);
+  if (st == GPAR_OK) atomic_store(&b->released, 1);
+  pthread_mutex_unlock(&eng->mu);
+  if (st == GPAR_OK) gpar__buf_put(b); /* the handle's reference */
+  return st;
 }
 
-GPAR_API int gpar_buffer_query(gpar_buffer handle, size_t *bytes, int *dev) {
-  int host, d;
-  void *mem;
-  size_t n;
-  int st = buf_peek(handle, &host, &mem, &n, &d);
-  if (st) return st;
-  if (bytes) *bytes = n;
-  if (dev) *dev = d;
-  return GPAR_OK;
+void gpar__buf_free_all(gpar_engine *eng) {
+  pthread_mutex_lock(&eng->mu);
+  for (uint32_t s = 0; s < eng->nslots; s++)
+    if (eng->slots[s]) buf_free_locked(eng, eng->slots[s]);
+  pthread_mutex_unlock(&eng->mu);
+  free(eng->slots);
+  free(eng->free_slots);
+  eng->slots = NULL;
+  eng->free_slots = NULL;
 }

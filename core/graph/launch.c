@@ -1,85 +1,86 @@
-/* graph_launch.c: op graphs, launching and running (gpar_graph_launch, gpar_graph_destroy). A
- * launch submits one engine op per part of the graph (kind GPAR__OP_GRAPH, over the union of
- * the part's buffers), so the engine orders a launch against other work exactly as it orders
- * any op. Running a part costs no engine bookkeeping per recorded op: a backend graph (CUDA
- * graph, captured at the first launch) or a replay of the pre-resolved list on the device's
+/* launch.c: op graphs, launching and running (gpar_graph_launch), destroy and shutdown. A
+ * launch submits one engine op per part of the graph (kind graph_part, over the union of the
+ * part's buffers), so the engine orders a launch against other work exactly as it orders any
+ * op. Running a part costs no engine bookkeeping per recorded op: a backend graph (CUDA graph,
+ * captured at the first launch) or a replay of the pre-resolved list on the device's
  * dispatcher (GPU lanes, event edges decided at end) or on a CPU worker (host part). A replay
- * that fails marks, per buffer, how its last writer ended. Parts are built in graph_record.c. */
+ * that fails gives the op per-buffer outcomes: each buffer the part writes gets how its last
+ * recorded writer ended. Parts are built in record.c. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph.h"
+#include "graph/graph.h"
+
+typedef struct part_args {
+  gpar__graph_part *part;
+} part_args;
+_Static_assert(sizeof(part_args) <= GPAR__OP_PAYLOAD, "a graph part's arguments fit an op's payload");
+
+static int part_run(gpar__device *dev, gpar__op *op);
+
+/* A part reads host memory at enqueue when it holds such copies: ordered as they would be. */
+static const gpar__op_kind kind_part = {.name = "graph", .run = part_run, .flags = GPAR__KIND_READS_HOST_AT_ENQUEUE};
+
+/* Orders nothing but what its buffers order: destroy's wait for the launches before it. */
+static int fence_run(gpar__device *dev, gpar__op *op) {
+  (void)dev;
+  (void)op;
+  return GPAR_OK;
+}
+static const gpar__op_kind kind_fence = {.name = "graph_fence", .run = fence_run};
 
 /* ---------------------------------------------------------------- launch */
 
-static int launch_parts(gpar_engine *eng, gpar_graph *g);
-
-GPAR_API int gpar_graph_launch(gpar_graph *g) {
-  gpar_engine *token, *eng;
-  int st;
-  if (!g) return gpar__errorf(GPAR_EINVAL, "gpar_graph_launch: graph is NULL");
-  if (!gpar__graph_registry_find(g, 0, &token))
-    return gpar__errorf(GPAR_EINVAL, "gpar_graph_launch: not a live graph (destroyed, or its engine shut down)");
-  if (!(eng = gpar__engine_enter(token, &st))) return st;
-  if (gpar__graph_recording(eng))
-    st = gpar__errorf(GPAR_ERECORDING, "gpar_graph_launch: this thread is recording a graph on this engine");
-  else
-    st = launch_parts(eng, g);
-  gpar__engine_leave(eng);
-  return st;
-}
-
-/* Submit one engine op per part, all in one engine lock (nothing when one cannot be built). */
-static int launch_parts(gpar_engine *eng, gpar_graph *g) {
-  int st = GPAR_OK;
+/* Build one op per part; all are submitted at once or none (out of memory). */
+static int launch_parts(gpar_engine *eng, gpar__graph *g) {
+  int st = GPAR_OK, n = 0;
   enum { MAX_STACK = 8 };
-  gpar__op *stack_ops[MAX_STACK], **ops = g->nparts <= MAX_STACK ? stack_ops : malloc(sizeof *ops * (size_t)g->nparts);
+  gpar__op *stack_ops[2 * MAX_STACK];
+  gpar__op **ops = g->nparts <= MAX_STACK ? stack_ops : malloc(sizeof *ops * 2 * (size_t)g->nparts);
   if (!ops) return gpar__errorf(GPAR_ENOMEM, "gpar_graph_launch: out of host memory");
-  int wait = eng->cfg.synchronous && !gpar__in_op;
-  pthread_mutex_lock(&eng->mu);
-  int n = 0;
-  for (; n < g->nparts; n++) {
+  gpar__op **kept = ops + (g->nparts <= MAX_STACK ? MAX_STACK : g->nparts);
+  for (; n < g->nparts && st == GPAR_OK; n++) {
     gpar__graph_part *p = &g->parts[n];
-    gpar__op *op = ops[n] = gpar__op_new_locked(eng);
+    gpar__op *op = ops[n] = gpar__op_new(eng, &kind_part, p->dev, GPAR__LANE_COMPUTE);
+    gpar__buf *fence = NULL;
     if (!op) {
       st = GPAR_ENOMEM;
       break;
     }
-    op->kind = GPAR__OP_GRAPH;
-    op->dev = p->dev;
-    op->lane = GPAR__LANE_COMPUTE;
-    op->name = "graph";
-    op->u.graph.part = p;
-    /* The union has no duplicates: copy it in (gpar__op_add_access would search it per entry). */
-    if (p->nacc > GPAR__INLINE && !(op->acc_more = malloc(sizeof *op->acc_more * (size_t)(p->nacc - GPAR__INLINE))))
-      st = GPAR_ENOMEM;
-    for (int a = 0; a < p->nacc && st == GPAR_OK; a++) *gpar__op_access(op, a) = p->acc[a];
-    if (st == GPAR_OK) op->nacc = p->nacc;
-    if (st != GPAR_OK) {
-      n++;
-      break;
-    }
+    ((part_args *)gpar__op_args(op))->part = p;
+    st = gpar__op_use_unique(op, p->acc, p->nacc); /* the union has no duplicates */
+    if (st == GPAR_OK && (st = gpar__buf_get(eng, g->fence, &fence)) == GPAR_OK) st = gpar__op_use(op, fence, GPAR__READ);
   }
   if (st != GPAR_OK) { /* nothing submitted */
     for (int i = 0; i < n; i++)
-      if (ops[i]) gpar__op_discard_locked(eng, ops[i]);
-    pthread_mutex_unlock(&eng->mu);
+      if (ops[i]) gpar__op_discard(ops[i]);
     if (ops != stack_ops) free(ops);
     return gpar__errorf(GPAR_ENOMEM, "gpar_graph_launch: out of host memory");
   }
-  for (int i = 0; i < n; i++) { /* refused (engine closed meanwhile): discarded, not waited on */
-    int s = gpar__op_submit_locked(eng, ops[i], wait);
-    if (s != GPAR_OK) {
-      ops[i] = NULL;
+  st = gpar__op_submit_all(ops, n, GPAR__SUBMIT_SYNC, kept);
+  for (int i = 0; st == GPAR_OK && i < n; i++) /* synchronous mode: wait for every part */
+    if (kept[i]) {
+      int s = gpar__op_wait(kept[i]);
       if (st == GPAR_OK) st = s;
     }
-  }
-  pthread_mutex_unlock(&eng->mu);
-  for (int i = 0; wait && i < n; i++) {
-    int s = ops[i] ? gpar__wait_op(eng, ops[i]) : GPAR_OK;
-    if (st == GPAR_OK) st = s;
-  }
   if (ops != stack_ops) free(ops);
+  return st;
+}
+
+GPAR_API int gpar_graph_launch(gpar_graph *handle) {
+  int st;
+  if (!handle) return gpar__errorf(GPAR_EINVAL, "gpar_graph_launch: graph is NULL");
+  gpar__graph *g = gpar__graph_get(handle);
+  if (!g) return gpar__errorf(GPAR_EINVAL, "gpar_graph_launch: not a live graph (destroyed, or its engine shut down)");
+  gpar_engine *eng = gpar__engine_enter(g->token, &st);
+  if (!eng)
+    st = gpar__errorf(GPAR_EINVAL, "gpar_graph_launch: not a live graph (its engine is shut down)");
+  else if (gpar__sink_active(eng))
+    st = gpar__errorf(GPAR_ERECORDING, "gpar_graph_launch: this thread is recording a graph on this engine");
+  else
+    st = launch_parts(eng, g);
+  gpar__handle_put(gpar__graph_table(), g->slot);
+  if (eng) gpar__engine_leave(eng);
   return st;
 }
 
@@ -126,7 +127,7 @@ static int replay_host(gpar__device *dev, gpar__graph_part *p, int *status) {
   first_failure f = {GPAR_OK, NULL};
   for (int k = 0; k < p->nnodes; k++) {
     gpar__gnode *nd = &nodes[p->nodes[k]];
-    int st = producer_failed(nd, status) ? GPAR_EDEPFAILED : gpar__op_run(dev, nd->op);
+    int st = producer_failed(nd, status) ? GPAR_EDEPFAILED : nd->op->kind->run(dev, nd->op);
     status[k] = st;
     if (st != GPAR_OK) note_failure(&f, st);
   }
@@ -164,7 +165,7 @@ static int replay_gpu(gpar__device *dev, gpar__graph_part *p, int *status, gpar_
       if (st != GPAR_OK) note_failure(&f, st);
     }
     if (halted(&f, capturing)) break;
-    st = producer_failed(nd, status) ? GPAR_EDEPFAILED : gpar__op_run(dev, op);
+    st = producer_failed(nd, status) ? GPAR_EDEPFAILED : op->kind->run(dev, op);
     status[k] = st;
     if (st != GPAR_OK) note_failure(&f, st);
     if (halted(&f, capturing)) break;
@@ -228,54 +229,11 @@ static void mark_failures(gpar__op *op, gpar__graph_part *p, const int *status) 
       if (status[k] != GPAR_OK) *m |= status[k] == GPAR_EDEPFAILED ? GPAR__WRITE_SKIPPED : GPAR__WRITE_FAILED;
     }
   }
-  op->u.graph.partial = any; /* else the failure was no op's (an event): the whole part has it */
+  op->partial = any; /* else the failure was no op's (an event): the whole part has it */
 }
 
-int gpar__graph_write_status(const gpar__op *op, const gpar__buf *b, const char **msg) {
-  *msg = NULL;
-  for (int a = 0; a < op->nacc; a++) {
-    const gpar__access *acc = gpar__op_access(op, a);
-    if (acc->buf != b) continue;
-    if (acc->mode & GPAR__WRITE_FAILED) {
-      *msg = op->errmsg;
-      return op->status;
-    }
-    if (acc->mode & GPAR__WRITE_SKIPPED) {
-      *msg = gpar_strerror(GPAR_EDEPFAILED);
-      return GPAR_EDEPFAILED;
-    }
-    break;
-  }
-  return GPAR_OK;
-}
-
-int gpar__graph_fails_reader(const gpar__op *op, const gpar__op *c) {
-  const char *msg;
-  for (int a = 0; a < c->nacc; a++) {
-    const gpar__access *acc = gpar__op_access(c, a);
-    if ((acc->mode & GPAR__READ) && gpar__graph_write_status(op, acc->buf, &msg) != GPAR_OK) return 1;
-  }
-  return 0;
-}
-
-/* gpar_wait on b whose last writer is the launch op w (the caller holds a reference on w):
- * the status w left on b rather than w's own. */
-int gpar__graph_wait_buf(gpar_engine *eng, gpar__op *w, const gpar__buf *b) {
-  const char *msg;
-  pthread_mutex_lock(&eng->mu);
-  w->refs++; /* kept past gpar__wait_op, which drops one */
-  pthread_mutex_unlock(&eng->mu);
-  gpar__wait_op(eng, w);
-  pthread_mutex_lock(&eng->mu);
-  int st = gpar__op_write_status(w, b, &msg);
-  if (st != GPAR_OK) gpar__set_error_msg(st, msg);
-  gpar__op_unref_locked(eng, w);
-  pthread_mutex_unlock(&eng->mu);
-  return st;
-}
-
-int gpar__graph_exec(gpar__device *dev, gpar__op *op) {
-  gpar__graph_part *p = op->u.graph.part;
+static int part_run(gpar__device *dev, gpar__op *op) {
+  gpar__graph_part *p = ((part_args *)gpar__op_args(op))->part;
   enum { STACK_NODES = 64 };
   int stack_status[STACK_NODES];
   gpar__event *stack_ev[STACK_NODES];
@@ -310,22 +268,8 @@ int gpar__graph_exec(gpar__device *dev, gpar__op *op) {
 
 /* ---------------------------------------------------------------- destroy */
 
-/* Wait until no launch of g is in flight. */
-static void wait_launches(gpar_engine *eng, gpar_graph *g) {
-  for (;;) {
-    gpar__op *w = NULL;
-    pthread_mutex_lock(&eng->mu);
-    for (gpar__op *op = eng->inflight_head; op && !w; op = op->inflight_next)
-      if (op->kind == GPAR__OP_GRAPH && op->u.graph.part->g == g) w = op;
-    if (w) w->refs++;
-    pthread_mutex_unlock(&eng->mu);
-    if (!w) return;
-    gpar__wait_op(eng, w);
-  }
-}
-
 /* Free everything a graph holds (graph.h). */
-void gpar__graph_free(gpar_graph *g) {
+void gpar__graph_free(gpar__graph *g) {
   gpar_engine *eng = g->eng;
   for (int L = 0; L < g->nparts; L++) {
     gpar__graph_part *p = &g->parts[L];
@@ -333,18 +277,13 @@ void gpar__graph_free(gpar_graph *g) {
     free(p->nodes);
     free(p->acc);
   }
-  pthread_mutex_lock(&eng->mu);
   for (int i = 0; i < g->nnodes; i++) {
-    gpar__op *op = g->nodes[i].op;
-    if (op->staging) gpar__pinned_free(&eng->pinned, op->staging);
-    op->staging = NULL;
-    gpar__op_discard_locked(eng, op);
+    gpar__op_discard(g->nodes[i].op); /* its buffers, its staged data (gpar_write) */
     free(g->nodes[i].prods);
     free(g->nodes[i].accidx);
   }
-  for (int b = 0; b < g->nbufs; b++)
-    if (--g->bufs[b]->pending == 0 && g->bufs[b]->released) gpar__buf_free_locked(eng, g->bufs[b]);
-  pthread_mutex_unlock(&eng->mu);
+  for (int b = 0; b < g->nbufs; b++) gpar__buf_put(g->bufs[b]);
+  if (g->fence.id) gpar__buf_release(eng, g->fence);
   free(g->nodes);
   free(g->parts);
   free(g->bufs);
@@ -352,28 +291,56 @@ void gpar__graph_free(gpar_graph *g) {
   free(g);
 }
 
-GPAR_API int gpar_graph_destroy(gpar_graph *g) {
-  gpar_engine *eng;
-  int st;
-  if (!g) return gpar__errorf(GPAR_EINVAL, "gpar_graph_destroy: graph is NULL");
-  if (gpar__in_op) return gpar__errorf(GPAR_EDEADLK, "gpar_graph_destroy called from inside an operation");
-  gpar_engine *token;
-  if (!gpar__graph_registry_find(g, 0, &token) || !(eng = gpar__engine_enter(token, &st)))
-    return gpar__errorf(GPAR_EINVAL, "gpar_graph_destroy: not a live graph (destroyed already, or its engine shut down)");
-  if (gpar__graph_registry_find(g, 1, &token)) { /* taken: a racing destroy finds it no more */
-    wait_launches(eng, g);
-    gpar__graph_free(g);
-    st = GPAR_OK;
-  } else {
-    st = gpar__errorf(GPAR_EINVAL, "gpar_graph_destroy: not a live graph (destroyed already)");
-  }
-  gpar__engine_leave(eng);
+/* Wait until every launch submitted before now has retired: an op that writes the fence every
+ * part of every launch reads (not diverted: the caller may be recording another graph). */
+static int wait_launches(gpar_engine *eng, gpar__graph *g) {
+  gpar__buf *fence;
+  gpar__op *op = gpar__op_new(eng, &kind_fence, eng->host_dev, GPAR__LANE_COMPUTE), *kept = NULL;
+  int st = op ? gpar__buf_get(eng, g->fence, &fence) : GPAR_ENOMEM;
+  if (st == GPAR_OK) st = gpar__op_use(op, fence, GPAR__WRITE);
+  if (st == GPAR_OK) op->reported = 1;
+  if (st == GPAR_OK) return (st = gpar__op_submit(op, GPAR__SUBMIT_KEEP | GPAR__SUBMIT_NO_SINK, &kept)) ? st : gpar__op_wait(kept);
+  if (op) gpar__op_discard(op);
   return st;
 }
 
+GPAR_API int gpar_graph_destroy(gpar_graph *handle) {
+  int st;
+  if (!handle) return gpar__errorf(GPAR_EINVAL, "gpar_graph_destroy: graph is NULL");
+  if (gpar__in_op) return gpar__errorf(GPAR_EDEADLK, "gpar_graph_destroy called from inside an operation");
+  gpar__handle_table *t = gpar__graph_table();
+  gpar__graph *g = gpar__graph_get(handle);
+  gpar_engine *eng = g ? gpar__engine_enter(g->token, &st) : NULL;
+  /* Entered first, so a concurrent gpar_shutdown waits for this call before it destroys the
+   * engine's graphs; an engine that is shutting down destroys them itself. */
+  gpar__graph *mine = eng ? gpar__handle_kill(t, g->slot, g->serial) : NULL;
+  if (g) gpar__handle_put(t, g->slot);
+  if (!mine) {
+    if (eng) gpar__engine_leave(eng);
+    return gpar__errorf(GPAR_EINVAL, "gpar_graph_destroy: not a live graph (destroyed already, or its engine shut down)");
+  }
+  gpar__handle_recycle(t, g->slot); /* no call holds it any more: no new launch */
+  /* GPAR_ESHUTDOWN: the engine drained meanwhile, so nothing is in flight; without memory for
+   * the fence, wait for everything submitted so far instead. */
+  if (wait_launches(eng, g) == GPAR_ENOMEM) gpar__wait_submitted(eng);
+  gpar__graph_free(g);
+  gpar__engine_leave(eng);
+  return GPAR_OK;
+}
+
 void gpar__graph_shutdown(gpar_engine *eng) {
-  for (gpar_graph *g; (g = gpar__graph_registry_take(eng));) {
-    if (gpar__rec.g == g) memset(&gpar__rec, 0, sizeof gpar__rec);
-    gpar__graph_free(g);
+  gpar__handle_table *t = gpar__graph_table();
+  gpar_engine *token = gpar__engine_token(eng);
+  for (uint32_t i = 0, n = t ? gpar__handle_count(t) : 0; i < n; i++) {
+    uint64_t serial;
+    gpar__graph *g = gpar__handle_at(t, i, &serial);
+    if (!g) continue;
+    int ours = g->token == token;
+    gpar__graph *mine = ours ? gpar__handle_kill(t, i, serial) : NULL;
+    gpar__handle_put(t, i);
+    if (!mine) continue;
+    if (gpar__sink.ctx == g) memset(&gpar__sink, 0, sizeof gpar__sink);
+    gpar__handle_recycle(t, i);
+    gpar__graph_free(g); /* nothing is in flight after the drain */
   }
 }

@@ -1,7 +1,7 @@
-/* graph_record.c: op graphs, recording and instantiation (gpar_graph_begin/_end). Ops that a
- * thread submits between begin and end arrive here through the record hook in gpar__op_submit
- * (validated, never linked into the engine); end resolves every edge among them once and cuts
- * them into parts that graph_launch.c submits and runs. Also the registry of live graphs.
+/* record.c: op graphs, recording and instantiation (gpar_graph_begin/_end). Ops that a thread
+ * submits between begin and end arrive here through the engine's op sink (validated, never
+ * linked into the engine); end resolves every edge among them once and cuts them into parts
+ * that launch.c submits and runs. Also the table of live graphs and their handles.
  *
  * Parts: ops are taken in record order; an op joins the latest part of its device unless one
  * of its producers lies in a part created after that one, in which case it opens a new part.
@@ -9,65 +9,36 @@
  * submitting the parts in creation order lets the engine's per-buffer ordering (which only
  * adds edges from earlier to later ops) reproduce every cross-part edge: a graph that stays on
  * one device is one part, two independent device loops are two, a ping-pong between two GPUs
- * is one part per leg.
- *
- * Lock rule: the registry lock (live graphs) is never held together with an engine lock. */
+ * is one part per leg. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph.h"
+#include "graph/graph.h"
 
-_Thread_local gpar__rec_state gpar__rec;
+/* ---------------------------------------------------------------- handles */
 
-static pthread_mutex_t graph_mu = PTHREAD_MUTEX_INITIALIZER;
-static gpar_graph *graph_list;
+/* Handles: token = serial << 21 | slot << 1 | 1 (an odd value, never an address). */
+#define GRAPH_SLOT_BITS 20
+#define GRAPH_SERIAL_MAX ((UINT64_C(1) << (63 - GRAPH_SLOT_BITS)) - 1)
 
-/* ---------------------------------------------------------------- registry */
+static gpar__handle_table *graph_table;
+static pthread_once_t graph_table_once = PTHREAD_ONCE_INIT;
+static void graph_table_make(void) { graph_table = gpar__handle_table_new(1u << GRAPH_SLOT_BITS, GRAPH_SERIAL_MAX); }
 
-static void registry_add(gpar_graph *g) {
-  pthread_mutex_lock(&graph_mu);
-  g->next = graph_list;
-  graph_list = g;
-  pthread_mutex_unlock(&graph_mu);
+gpar__handle_table *gpar__graph_table(void) {
+  pthread_once(&graph_table_once, graph_table_make);
+  return graph_table;
 }
 
-/* Live, ended graph g: check it or take it out (graph.h). */
-int gpar__graph_registry_find(gpar_graph *g, int take, gpar_engine **token) {
-  int found = 0;
-  pthread_mutex_lock(&graph_mu);
-  for (gpar_graph **p = &graph_list; *p; p = &(*p)->next)
-    if (*p == g && !g->recording) {
-      found = 1;
-      *token = g->token;
-      if (take) *p = g->next;
-      break;
-    }
-  pthread_mutex_unlock(&graph_mu);
-  return found;
+static gpar_graph *graph_token(const gpar__graph *g) {
+  return (gpar_graph *)(uintptr_t)(g->serial << (GRAPH_SLOT_BITS + 1) | (uint64_t)g->slot << 1 | 1u);
 }
 
-static void registry_remove(gpar_graph *g) {
-  pthread_mutex_lock(&graph_mu);
-  for (gpar_graph **p = &graph_list; *p; p = &(*p)->next)
-    if (*p == g) {
-      *p = g->next;
-      break;
-    }
-  pthread_mutex_unlock(&graph_mu);
-}
-
-/* One graph of eng, taken out (graph.h; engine shutdown). */
-gpar_graph *gpar__graph_registry_take(gpar_engine *eng) {
-  gpar_graph *g = NULL;
-  pthread_mutex_lock(&graph_mu);
-  for (gpar_graph **p = &graph_list; *p; p = &(*p)->next)
-    if ((*p)->eng == eng) {
-      g = *p;
-      *p = g->next;
-      break;
-    }
-  pthread_mutex_unlock(&graph_mu);
-  return g;
+gpar__graph *gpar__graph_get(gpar_graph *handle) {
+  uint64_t v = (uint64_t)(uintptr_t)handle;
+  gpar__handle_table *t = gpar__graph_table();
+  if (!t || !(v & 1)) return NULL;
+  return gpar__handle_get(t, (uint32_t)(v >> 1) & ((1u << GRAPH_SLOT_BITS) - 1), v >> (GRAPH_SLOT_BITS + 1));
 }
 
 /* ---------------------------------------------------------------- recording */
@@ -75,7 +46,7 @@ gpar_graph *gpar__graph_registry_take(gpar_engine *eng) {
 static size_t ptr_hash(const void *p, int cap) { return ((uintptr_t)p >> 4) * 0x9e3779b97f4a7c15ull >> 7 & (size_t)(cap - 1); }
 
 /* Index of b in g->bufs, or -1. */
-static int buf_index(const gpar_graph *g, const gpar__buf *b) {
+static int buf_index(const gpar__graph *g, const gpar__buf *b) {
   if (!g->bufhash) return -1;
   int cap = 2 * g->capbufs;
   for (size_t h = ptr_hash(b, cap);; h = (h + 1) & (size_t)(cap - 1)) {
@@ -85,15 +56,15 @@ static int buf_index(const gpar_graph *g, const gpar__buf *b) {
   }
 }
 
-static void hash_put(gpar_graph *g, int i) {
+static void hash_put(gpar__graph *g, int i) {
   int cap = 2 * g->capbufs;
   size_t h = ptr_hash(g->bufs[i], cap);
   while (g->bufhash[h] >= 0) h = (h + 1) & (size_t)(cap - 1);
   g->bufhash[h] = i;
 }
 
-/* Keep b alive for the graph (engine lock held). */
-static int graph_hold_buf_locked(gpar_graph *g, gpar__buf *b) {
+/* Keep b alive for the graph (a reference of its own). */
+static int graph_hold_buf(gpar__graph *g, gpar__buf *b) {
   if (buf_index(g, b) >= 0) return GPAR_OK;
   if (g->nbufs == g->capbufs) {
     int cap = g->capbufs ? g->capbufs * 2 : 16;
@@ -110,12 +81,13 @@ static int graph_hold_buf_locked(gpar_graph *g, gpar__buf *b) {
   }
   g->bufs[g->nbufs] = b;
   hash_put(g, g->nbufs++);
-  b->pending++;
+  gpar__buf_ref(b);
   return GPAR_OK;
 }
 
-int gpar__graph_record_locked(gpar_engine *eng, gpar__op *op) {
-  gpar_graph *g = gpar__rec.g;
+/* The op sink of a recording thread: keep op (validated, never linked) as a node. */
+static int record_take(void *ctx, gpar__op *op) {
+  gpar__graph *g = ctx;
   int st = g->status;
   if (st == GPAR_OK && g->nnodes == g->capnodes) {
     int cap = g->capnodes ? g->capnodes * 2 : 64;
@@ -127,12 +99,11 @@ int gpar__graph_record_locked(gpar_engine *eng, gpar__op *op) {
       st = GPAR_ENOMEM;
     }
   }
-  for (int i = 0; i < op->nacc && st == GPAR_OK; i++) st = graph_hold_buf_locked(g, gpar__op_access(op, i)->buf);
+  for (int i = 0; i < op->nacc && st == GPAR_OK; i++) st = graph_hold_buf(g, gpar__op_access(op, i)->buf);
   if (st != GPAR_OK) {
     /* The op is lost: the recording fails as a whole at gpar_graph_end. */
     g->status = st;
-    if (op->staging) gpar__pinned_free(&eng->pinned, op->staging);
-    gpar__op_discard_locked(eng, op);
+    gpar__op_discard(op);
     return gpar__errorf(st, "out of host memory while recording an operation");
   }
   memset(&g->nodes[g->nnodes], 0, sizeof g->nodes[0]);
@@ -140,11 +111,23 @@ int gpar__graph_record_locked(gpar_engine *eng, gpar__op *op) {
   return GPAR_OK;
 }
 
-/* The calling thread's recording when its engine lifetime is over (shut down): forget it. */
+/* The calling thread's recording when its engine lifetime is over (shut down): forget it (the
+ * shutdown freed the graph). */
 static void forget_stale_recording(void) {
-  gpar_engine *other = gpar__rec.eng;
-  if (gpar__rec.g && (atomic_load(&other->state) != GPAR__ENG_OPEN || atomic_load(&other->serial) != gpar__rec.serial))
-    memset(&gpar__rec, 0, sizeof gpar__rec);
+  if (gpar__sink.take == record_take && !gpar__engine_is(gpar__sink.eng, gpar__sink.serial))
+    memset(&gpar__sink, 0, sizeof gpar__sink);
+}
+
+/* The graph the calling thread records on eng, or NULL. */
+static gpar__graph *recording_on(gpar_engine *eng) {
+  return gpar__sink.take == record_take && gpar__sink_active(eng) ? gpar__sink.ctx : NULL;
+}
+
+/* Free a graph that never got a user handle (recording ended or failed). */
+static void graph_drop(gpar__graph *g) {
+  gpar__handle_table *t = gpar__graph_table();
+  if (gpar__handle_kill(t, g->slot, g->serial)) gpar__handle_recycle(t, g->slot);
+  gpar__graph_free(g);
 }
 
 GPAR_API int gpar_graph_begin(gpar_engine *e) {
@@ -152,22 +135,27 @@ GPAR_API int gpar_graph_begin(gpar_engine *e) {
   gpar_engine *eng = gpar__engine_enter(e, &st);
   if (!eng) return st;
   forget_stale_recording();
-  st = GPAR_OK;
+  gpar__handle_table *t = gpar__graph_table();
+  gpar__graph *g = NULL;
   if (gpar__in_op)
     st = gpar__errorf(GPAR_EDEADLK, "gpar_graph_begin called from inside an operation");
-  else if (gpar__rec.g)
+  else if (gpar__sink.take)
     st = gpar__errorf(GPAR_ERECORDING, "gpar_graph_begin: this thread already records a graph%s",
-                      gpar__rec.eng == eng ? "" : " (on another engine)");
-  gpar_graph *g = st == GPAR_OK ? calloc(1, sizeof *g) : NULL;
-  if (st == GPAR_OK && !g) st = gpar__errorf(GPAR_ENOMEM, "gpar_graph_begin: out of host memory");
+                      gpar__sink.eng == eng ? "" : " (on another engine)");
+  else if (!t || !(g = calloc(1, sizeof *g)))
+    st = gpar__errorf(GPAR_ENOMEM, "gpar_graph_begin: out of host memory");
   if (g) {
-    g->token = e;
+    g->token = gpar__engine_token(eng);
     g->eng = eng;
     g->recording = 1;
-    registry_add(g);
-    gpar__rec.eng = eng;
-    gpar__rec.serial = atomic_load(&eng->serial);
-    gpar__rec.g = g;
+    st = gpar__buf_create_token(eng, &g->fence);
+    if (st == GPAR_OK && (st = gpar__handle_add(t, g, &g->slot, &g->serial)) != GPAR_OK) g->serial = 0;
+    if (st != GPAR_OK) {
+      if (g->fence.id) gpar__buf_release(eng, g->fence);
+      free(g);
+    } else {
+      gpar__sink = (gpar__op_sink){eng, atomic_load(&eng->serial), record_take, g};
+    }
   }
   gpar__engine_leave(eng);
   return st;
@@ -195,7 +183,7 @@ typedef struct {
 } bufstate;
 
 /* Producers of node i (global indices << 1 | data), from the buffer states; updates them. */
-static int node_producers(gpar_graph *g, bufstate *bs, int i, int **prods, int *np, int *capp) {
+static int node_producers(gpar__graph *g, bufstate *bs, int i, int **prods, int *np, int *capp) {
   gpar__op *op = g->nodes[i].op;
   int st = GPAR_OK;
   *np = 0;
@@ -259,7 +247,7 @@ static int part_add_access(gpar__graph_part *p, int L, int *cap, gpar__buf *b, i
 
 /* Resolve the edges among the recorded ops, cut them into parts, and decide per node which
  * events the replay records and waits on. */
-static int graph_build(gpar_graph *g) {
+static int graph_build(gpar__graph *g) {
   gpar_engine *eng = g->eng;
   int n = g->nnodes, st = GPAR_OK;
   bufstate *bs = calloc((size_t)(g->nbufs ? g->nbufs : 1), sizeof *bs);
@@ -332,8 +320,7 @@ static int graph_build(gpar_graph *g) {
     }
     /* Edges inside the part, as part-local indices; the others are the engine's at launch. */
     int ordered = op->dev->ops->ordered_by_events;
-    nd->host_sync = ordered && op->kind == GPAR__OP_COPY && op->u.copy.kind == GPAR__COPY_H2D &&
-                    op->dev->ops->h2d_reads_at_enqueue;
+    nd->host_sync = ordered && (op->kind->flags & GPAR__KIND_READS_HOST_AT_ENQUEUE) && op->dev->ops->h2d_reads_at_enqueue;
     for (int k = 0; k < np && st == GPAR_OK; k++) {
       int j = prods[k] >> 1;
       if (g->nodes[j].part != L) continue;
@@ -342,14 +329,11 @@ static int graph_build(gpar_graph *g) {
       if (ordered && (g->nodes[j].op->lane != op->lane || nd->host_sync)) g->nodes[j].need_event = 1;
     }
     if (ordered && op->dev->ops->graph_begin == NULL) p->no_capture = 1;
-    if (op->kind == GPAR__OP_USER && ordered) p->no_capture = 1; /* called at every launch */
     /* Decided here, not by a failed capture: a host wait (event_sync) is refused while
-     * capturing, and so are copies the backend cannot capture (CUDA: peer copies without peer
-     * access). */
+     * capturing, and so are ops the kind says cannot be captured (user functions, called at
+     * every launch; CUDA peer copies without peer access). */
     if (nd->host_sync) p->no_capture = 1;
-    if (ordered && op->kind == GPAR__OP_COPY && op->dev->ops->graph_copy_ok &&
-        !op->dev->ops->graph_copy_ok(op->dev->bdev, &op->u.copy))
-      p->no_capture = 1;
+    if (ordered && op->kind->capturable && !op->kind->capturable(op)) p->no_capture = 1;
     p->lane_last[op->lane] = local[i];
   }
   /* The lanes other than the compute lane join it at the end of the part: their last node
@@ -360,8 +344,7 @@ static int graph_build(gpar_graph *g) {
     for (int l = 1; l < GPAR__NLANES; l++)
       if (p->lane_last[l] >= 0) g->nodes[p->nodes[p->lane_last[l]]].need_event = 1;
   }
-  for (int i = 0; i < n && st == GPAR_OK; i++)
-    if (g->nodes[i].op->kind == GPAR__OP_GEMM) g->nodes[i].op->u.gemm.no_event = !g->nodes[i].need_event;
+  for (int i = 0; i < n && st == GPAR_OK; i++) g->nodes[i].op->need_event = g->nodes[i].need_event;
   for (int b = 0; bs && b < g->nbufs; b++) free(bs[b].rd);
   free(bs);
   free(lastpart);
@@ -382,27 +365,24 @@ GPAR_API int gpar_graph_end(gpar_engine *e, gpar_graph **graph) {
     forget_stale_recording();
     return st;
   }
+  gpar__graph *g = recording_on(eng);
   if (graph) *graph = NULL;
   if (!graph) {
     st = gpar__errorf(GPAR_EINVAL, "gpar_graph_end: graph is NULL");
-  } else if (!gpar__graph_recording(eng)) {
+  } else if (!g) {
     st = gpar__errorf(GPAR_EINVAL, "gpar_graph_end: this thread records no graph on this engine");
   } else {
-    gpar_graph *g = gpar__rec.g;
-    memset(&gpar__rec, 0, sizeof gpar__rec);
+    memset(&gpar__sink, 0, sizeof gpar__sink);
     st = g->status;
     if (st != GPAR_OK)
       gpar__errorf(st, "gpar_graph_end: an operation could not be recorded (out of host memory)");
     else
       st = graph_build(g);
     if (st != GPAR_OK) {
-      registry_remove(g);
-      gpar__graph_free(g);
+      graph_drop(g);
     } else {
-      pthread_mutex_lock(&graph_mu);
       g->recording = 0;
-      pthread_mutex_unlock(&graph_mu);
-      *graph = g;
+      *graph = graph_token(g);
     }
   }
   gpar__engine_leave(eng);

@@ -1,25 +1,31 @@
-/* comm.c: communicators and collectives (issue 15): communicator objects and their registry,
- * the public collectives and their argument checks. A checked collective is expressed as engine
- * ops, so the engine's buffer tracking orders it with all other work and carries failures to
- * its outputs, by one of three paths:
- * - backend path (CUDA members with NCCL): one GPAR__OP_COLL per member on that device's peer
- *   lane, issued by the device's own dispatcher thread (comm_paths.c). Each member op writes
- *   the member's token, so the engine's write-after-write ordering issues them in program order
- *   on every member;
- * - staged path (everything else): copies into GPAR_HOST staging, one GPAR__OP_REDUCE on the
- *   CPU (OpenBLAS axpy for sums), copies back: a small DAG of ordinary engine ops (comm_paths.c);
+/* comm.c: communicators and collectives: communicator objects, their handles and lifetime
+ * (comm.h), the public collectives and their argument checks. A checked collective is
+ * expressed as engine ops, so the engine's buffer tracking orders it with all other work and
+ * carries failures to its outputs, by one of three paths:
+ * - backend path (CUDA members with NCCL): one member op per member on that device's peer
+ *   lane, issued by the device's own dispatcher thread (paths.c). Each member op writes the
+ *   member's token, so the engine's write-after-write ordering issues them in program order on
+ *   every member; all members of one collective are submitted at once, under issue_mu;
+ * - staged path (everything else): copies into GPAR_HOST staging, one reduction op on the CPU
+ *   (OpenBLAS axpy for sums), copies back: a small DAG of ordinary engine ops (paths.c);
  * - transport path (libgpar_mpi): the transport builds the ops through the public API. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm.h"
+#include "comm/comm.h"
 
-#define GPAR__MAX_COMMS 4096
+/* Handles: id = serial << 12 | slot (serial >= 1, so id 0 is never valid). */
+#define COMM_SLOT_BITS 12
+#define COMM_SERIAL_MAX ((UINT64_C(1) << (64 - COMM_SLOT_BITS)) - 1)
 
-static pthread_mutex_t comm_mu = PTHREAD_MUTEX_INITIALIZER;
-static gpar__comm *comm_slots[GPAR__MAX_COMMS];
-static uint32_t comm_gen[GPAR__MAX_COMMS];
+static gpar__handle_table *comm_table;
+static pthread_once_t comm_table_once = PTHREAD_ONCE_INIT;
+static void comm_table_make(void) { comm_table = gpar__handle_table_new(1u << COMM_SLOT_BITS, COMM_SERIAL_MAX); }
+static gpar__handle_table *table(void) {
+  pthread_once(&comm_table_once, comm_table_make);
+  return comm_table;
+}
 
 GPAR_API size_t gpar_dtype_size(gpar_dtype dtype) {
   return dtype == GPAR_FLOAT ? 4 : dtype == GPAR_DOUBLE ? 8 : 0;
@@ -29,12 +35,8 @@ GPAR_API int gpar_error_set(int status, const char *msg) {
   return gpar__errorf(status, "%s", msg ? msg : "");
 }
 
-/* The communicator's engine is still the one it was made on, and open. */
-static int comm_engine_open(const gpar__comm *c) {
-  return atomic_load(&c->eng->serial) == c->eng_serial && atomic_load(&c->eng->state) == GPAR__ENG_OPEN;
-}
-
 static void comm_free(gpar__comm *c) {
+  pthread_mutex_destroy(&c->issue_mu);
   free(c->devs);
   free(c->tokens);
   free(c);
@@ -42,33 +44,14 @@ static void comm_free(gpar__comm *c) {
 
 /* Take a reference on a live communicator (GPAR_EINVAL with a message otherwise). */
 static int comm_get(gpar_comm h, const char *fn, gpar__comm **out) {
-  uint32_t slot = (uint32_t)(h.id & 0xffffffffu) - 1, gen = (uint32_t)(h.id >> 32);
-  int st = GPAR_OK;
-  pthread_mutex_lock(&comm_mu);
-  gpar__comm *c = slot < GPAR__MAX_COMMS && comm_gen[slot] == gen && gen ? comm_slots[slot] : NULL;
-  if (c && c->live)
-    c->refs++;
-  else
-    st = gpar__errorf(GPAR_EINVAL, "%s: communicator %#llx is destroyed or invalid", fn, (unsigned long long)h.id);
-  pthread_mutex_unlock(&comm_mu);
-  if (st) return st;
-  if (!comm_engine_open(c)) {
-    gpar_comm_destroy(h); /* its engine is gone: nothing of it can run */
-    pthread_mutex_lock(&comm_mu);
-    if (--c->refs == 0) comm_free(c);
-    pthread_mutex_unlock(&comm_mu);
-    return gpar__errorf(GPAR_ESHUTDOWN, "%s: the communicator's engine is shut down", fn);
-  }
+  gpar__handle_table *t = table();
+  gpar__comm *c = t ? gpar__handle_get(t, (uint32_t)(h.id & ((1u << COMM_SLOT_BITS) - 1)), h.id >> COMM_SLOT_BITS) : NULL;
+  if (!c) return gpar__errorf(GPAR_EINVAL, "%s: communicator %#llx is destroyed or invalid", fn, (unsigned long long)h.id);
   *out = c;
   return GPAR_OK;
 }
 
-static void comm_put(gpar__comm *c) {
-  pthread_mutex_lock(&comm_mu);
-  int last = --c->refs == 0;
-  pthread_mutex_unlock(&comm_mu);
-  if (last) comm_free(c);
-}
+static void comm_put(gpar__comm *c) { gpar__handle_put(table(), c->slot); }
 
 /* Backend collectives when every member is a device of one backend that has them. Env
  * GPAR_COMM_STAGED=1 forces the staged path (for comparisons). */
@@ -91,13 +74,9 @@ static void comm_try_backend(gpar_engine *eng, gpar__comm *c) {
   free(bidx);
 }
 
-static int comm_create(gpar_engine *eng, const int *devs, int ndevs, int nmembers, int first_local,
-                       const gpar_comm_transport *t, void *ctx, gpar_comm *out) {
-  int st;
-  if (!(eng = gpar__engine_check(eng, &st))) return st;
-  st = GPAR_OK;
-  if (!out) return gpar__errorf(GPAR_EINVAL, "gpar_comm_create: comm is NULL");
-  out->id = 0;
+/* Check the arguments of a communicator over ndevs devices of eng (entered). */
+static int comm_check_args(gpar_engine *eng, const int *devs, int ndevs, int nmembers, int first_local,
+                           const gpar_comm_transport *t) {
   if (!devs || ndevs < 1) return gpar__errorf(GPAR_EINVAL, "gpar_comm_create: no devices (%d at %p)", ndevs, (const void *)devs);
   if (nmembers < ndevs || first_local < 0 || first_local > nmembers - ndevs)
     return gpar__errorf(GPAR_EINVAL, "gpar_comm_create: local members %d..%d outside 0..%d", first_local,
@@ -109,45 +88,68 @@ static int comm_create(gpar_engine *eng, const int *devs, int ndevs, int nmember
     for (int j = 0; j < i; j++)
       if (devs[j] == devs[i]) return gpar__errorf(GPAR_EINVAL, "gpar_comm_create: device %d listed twice", devs[i]);
   }
-  gpar__comm *c = calloc(1, sizeof *c);
+  return GPAR_OK;
+}
+
+/* Free a communicator no op and no call uses any more: the backend's communicator, the
+ * transport's context, the tokens (release = 1 while the engine is open). */
+static void comm_teardown(gpar__comm *c, int release) {
+  if (c->bops) c->bops->comm_destroy(c->bcomm);
+  if (c->t.destroy) c->t.destroy(c->ctx);
+  for (int i = 0; i < c->nlocal && release; i++)
+    if (c->tokens[i].id) gpar__buf_release(c->eng, c->tokens[i]);
+  comm_free(c);
+}
+
+/* Make a communicator (eng entered; arguments checked). */
+static int comm_make(gpar_engine *eng, const int *devs, int ndevs, int nmembers, int first_local,
+                     const gpar_comm_transport *t, void *ctx, gpar_comm *out) {
+  gpar__handle_table *tbl = table();
+  gpar__comm *c = tbl ? calloc(1, sizeof *c) : NULL;
   if (c) c->devs = malloc(sizeof *c->devs * (size_t)ndevs);
   if (c) c->tokens = calloc((size_t)ndevs, sizeof *c->tokens);
   if (!c || !c->devs || !c->tokens) {
-    if (c) comm_free(c);
+    if (c) {
+      free(c->devs);
+      free(c->tokens);
+      free(c);
+    }
     return gpar__errorf(GPAR_ENOMEM, "gpar_comm_create: out of host memory");
   }
+  pthread_mutex_init(&c->issue_mu, NULL);
   memcpy(c->devs, devs, sizeof *devs * (size_t)ndevs);
+  c->token = gpar__engine_token(eng);
   c->eng = eng;
-  c->eng_serial = atomic_load(&eng->serial);
   c->nlocal = ndevs;
   c->nmembers = nmembers;
   c->first_local = first_local;
-  c->live = 1;
-  c->refs = 1;
-  if (t) {
+  int st = GPAR_OK;
+  for (int i = 0; i < ndevs && st == GPAR_OK; i++) st = gpar__buf_create_token(eng, &c->tokens[i]);
+  if (st == GPAR_OK && !t) comm_try_backend(eng, c);
+  if (st == GPAR_OK) st = gpar__handle_add(tbl, c, &c->slot, &c->serial);
+  if (st != GPAR_OK) {
+    comm_teardown(c, 1); /* no transport yet: its ctx stays the caller's */
+    return st;
+  }
+  if (t) { /* owned from here on: the communicator's destroy frees ctx */
     c->t = *t;
     c->ctx = ctx;
   }
-  for (int i = 0; i < ndevs && st == GPAR_OK; i++) st = gpar_buffer_create(eng, GPAR_HOST, 64, &c->tokens[i]);
-  if (st == GPAR_OK && !t) comm_try_backend(eng, c);
-  uint32_t slot = GPAR__MAX_COMMS;
-  pthread_mutex_lock(&comm_mu);
-  for (uint32_t s = 0; s < GPAR__MAX_COMMS && st == GPAR_OK && slot == GPAR__MAX_COMMS; s++)
-    if (!comm_slots[s]) slot = s;
-  if (st == GPAR_OK && slot == GPAR__MAX_COMMS)
-    st = gpar__errorf(GPAR_ENOMEM, "gpar_comm_create: more than %d communicators", GPAR__MAX_COMMS);
-  if (st == GPAR_OK) {
-    if (!comm_gen[slot]) comm_gen[slot] = 1;
-    comm_slots[slot] = c;
-    out->id = (uint64_t)comm_gen[slot] << 32 | (slot + 1);
-  }
-  pthread_mutex_unlock(&comm_mu);
-  if (st != GPAR_OK) {
-    if (c->bops) c->bops->comm_destroy(c->bcomm);
-    for (int i = 0; i < ndevs; i++)
-      if (c->tokens[i].id) gpar_buffer_release(c->tokens[i]);
-    comm_free(c);
-  }
+  out->id = c->serial << COMM_SLOT_BITS | c->slot;
+  return GPAR_OK;
+}
+
+static int comm_create(gpar_engine *e, const int *devs, int ndevs, int nmembers, int first_local,
+                       const gpar_comm_transport *t, void *ctx, gpar_comm *out) {
+  int st;
+  if (out) out->id = 0;
+  gpar_engine *eng = gpar__engine_enter(e, &st);
+  if (!eng) return st;
+  if (!out)
+    st = gpar__errorf(GPAR_EINVAL, "gpar_comm_create: comm is NULL");
+  else if ((st = comm_check_args(eng, devs, ndevs, nmembers, first_local, t)) == GPAR_OK)
+    st = comm_make(eng, devs, ndevs, nmembers, first_local, t, ctx, out);
+  gpar__engine_leave(eng); /* held across: a concurrent shutdown frees nothing read above */
   return st;
 }
 
@@ -164,30 +166,58 @@ GPAR_API int gpar_comm_create_transport(gpar_engine *eng, const int *devs, int n
   return comm_create(eng, devs, ndevs, nmembers, first_local, t, ctx, comm);
 }
 
-GPAR_API int gpar_comm_destroy(gpar_comm h) {
-  uint32_t slot = (uint32_t)(h.id & 0xffffffffu) - 1, gen = (uint32_t)(h.id >> 32);
-  gpar__comm *c = NULL;
-  pthread_mutex_lock(&comm_mu);
-  if (slot < GPAR__MAX_COMMS && gen && comm_gen[slot] == gen && comm_slots[slot] && comm_slots[slot]->live) {
-    c = comm_slots[slot];
-    c->live = 0;
-    comm_slots[slot] = NULL;
-    if (!++comm_gen[slot]) comm_gen[slot] = 1;
+/* Wait for the last op on each member token (eng entered): nothing uses the backend's or the
+ * transport's communicator afterwards. */
+static void wait_tokens(gpar_engine *eng, gpar__comm *c) {
+  for (int i = 0; i < c->nlocal; i++) {
+    gpar__buf *b;
+    if (gpar__buf_get(eng, c->tokens[i], &b) != GPAR_OK) continue;
+    gpar__buf_wait(eng, b);
+    gpar__buf_put(b);
   }
-  pthread_mutex_unlock(&comm_mu);
-  if (!c)
-    return gpar__errorf(GPAR_EINVAL, "gpar_comm_destroy: communicator %#llx is destroyed or invalid",
-                        (unsigned long long)h.id);
-  int alive = comm_engine_open(c);
-  /* Its last collectives write the tokens: once they are done, nothing uses the backend's or
-   * the transport's communicator any more. */
-  for (int i = 0; i < c->nlocal && alive; i++)
-    if (!gpar__in_op) gpar_wait(c->tokens[i]);
-  if (c->bops) c->bops->comm_destroy(c->bcomm);
-  if (c->t.destroy) c->t.destroy(c->ctx);
-  for (int i = 0; i < c->nlocal && alive; i++) gpar_buffer_release(c->tokens[i]);
+}
+
+GPAR_API int gpar_comm_destroy(gpar_comm h) {
+  gpar__comm *c;
+  int st = comm_get(h, "gpar_comm_destroy", &c);
+  if (st) return st;
+  if (gpar__in_op) {
+    comm_put(c);
+    return gpar__errorf(GPAR_EDEADLK, "gpar_comm_destroy called from inside an operation (it waits for the "
+                                      "communicator's operations)");
+  }
+  /* Entered first, so a concurrent gpar_shutdown waits for this call before it destroys the
+   * engine's communicators; an engine that is shutting down destroys them itself. */
+  gpar_engine *eng = gpar__engine_enter(c->token, &st);
+  gpar__comm *mine = eng ? gpar__handle_kill(table(), c->slot, c->serial) : NULL;
   comm_put(c);
+  if (!mine) {
+    if (eng) gpar__engine_leave(eng);
+    if (!eng) return gpar__errorf(GPAR_ESHUTDOWN, "gpar_comm_destroy: the communicator's engine is shutting down "
+                                                  "(gpar_shutdown destroys its communicators)");
+    return gpar__errorf(GPAR_EINVAL, "gpar_comm_destroy: communicator %#llx is destroyed already",
+                        (unsigned long long)h.id);
+  }
+  gpar__handle_recycle(table(), c->slot); /* no call holds it any more: no new collective */
+  wait_tokens(eng, c);
+  comm_teardown(c, 1);
+  gpar__engine_leave(eng);
   return GPAR_OK;
+}
+
+void gpar__comm_shutdown(gpar_engine *eng) {
+  gpar__handle_table *t = table();
+  gpar_engine *token = gpar__engine_token(eng);
+  for (uint32_t i = 0, n = t ? gpar__handle_count(t) : 0; i < n; i++) {
+    uint64_t serial;
+    gpar__comm *c = gpar__handle_at(t, i, &serial);
+    if (!c) continue;
+    gpar__comm *mine = c->token == token ? gpar__handle_kill(t, i, serial) : NULL;
+    gpar__handle_put(t, i);
+    if (!mine) continue;
+    gpar__handle_recycle(t, i);
+    comm_teardown(c, 0); /* nothing is in flight after the drain; the engine frees the tokens */
+  }
 }
 
 GPAR_API int gpar_comm_info(gpar_comm h, int *nmembers, int *first_local, int *nlocal) {
@@ -232,8 +262,7 @@ static int coll_check(gpar__comm *c, const gpar_coll *a, gpar__comm_member *m) {
   size_t bytes = a->count * blocks * es;
   for (int i = 0; i < c->nlocal; i++) {
     gpar__buf *b;
-    gpar_engine *eng;
-    int st = gpar__buf_lookup(a->bufs[i], &b, &eng);
+    int st = gpar__buf_get(c->eng, a->bufs[i], &b);
     if (st) {
       char why[256];
       snprintf(why, sizeof why, "%s", gpar__error_msg()); /* not formatted into itself */
@@ -241,9 +270,7 @@ static int coll_check(gpar__comm *c, const gpar_coll *a, gpar__comm_member *m) {
     }
     gpar__device *want = c->eng->devs[c->devs[i]];
     size_t off = a->offs ? a->offs[i] : 0;
-    if (eng != c->eng)
-      st = gpar__errorf(GPAR_EENGINE, "%s: buffer of member %d belongs to another engine", fn, c->first_local + i);
-    else if (b->dev != want && !(b->dev == NULL && want == eng->host_dev))
+    if (b->dev != want && !(b->dev == NULL && want == c->eng->host_dev))
       st = gpar__errorf(GPAR_ENODEV, "%s: buffer of member %d is on device %d, not in the communicator's member %d (device %d)",
                         fn, c->first_local + i, b->dev ? b->dev->index : GPAR_HOST, c->first_local + i, c->devs[i]);
     else if (off > b->bytes / es || bytes > b->bytes - off * es)
@@ -252,7 +279,7 @@ static int coll_check(gpar__comm *c, const gpar_coll *a, gpar__comm_member *m) {
     m[i].h = a->bufs[i];
     m[i].off = off * es;
     m[i].host = b->host_memory;
-    pthread_mutex_unlock(&eng->mu);
+    gpar__buf_put(b);
     if (st) return st;
     for (int j = 0; j < i; j++)
       if (m[j].h.id == m[i].h.id && m[j].h.serial == m[i].h.serial)
@@ -264,11 +291,12 @@ static int coll_check(gpar__comm *c, const gpar_coll *a, gpar__comm_member *m) {
 /* ---------------------------------------------------------------- the collectives */
 
 static int collective(gpar_comm h, const gpar_coll *a) {
+  const char *fn = gpar__coll_names[a->kind];
   gpar__comm *c;
-  int st = comm_get(h, gpar__coll_names[a->kind], &c);
+  int st = comm_get(h, fn, &c);
   if (st) return st;
   /* Counted as a call inside the engine, so a concurrent shutdown frees nothing meanwhile. */
-  gpar_engine *eng = gpar__engine_enter(c->eng, &st);
+  gpar_engine *eng = gpar__engine_enter(c->token, &st);
   if (!eng) {
     comm_put(c);
     return st;
@@ -277,17 +305,23 @@ static int collective(gpar_comm h, const gpar_coll *a) {
   size_t *offs = calloc((size_t)c->nlocal, sizeof *offs);
   if (!m || !offs)
     st = gpar__errorf(GPAR_ENOMEM, "out of host memory");
+  else if (gpar__sink_active(eng))
+    st = gpar__errorf(GPAR_ERECORDING, "%s called while this thread records a graph (collectives are not recorded)", fn);
   else
     st = coll_check(c, a, m);
-  if (st == GPAR_OK && c->t.collective) {
-    gpar_coll t = *a;
-    for (int i = 0; i < c->nlocal; i++) offs[i] = a->offs ? a->offs[i] : 0;
-    t.offs = offs;
-    st = c->t.collective(c->ctx, &t);
-  } else if (st == GPAR_OK && c->bops) {
-    st = gpar__comm_backend(c, a, m);
-  } else if (st == GPAR_OK) {
-    st = gpar__comm_staged(c, a, m);
+  if (st == GPAR_OK) {
+    pthread_mutex_lock(&c->issue_mu); /* one collective at a time per communicator, whole */
+    if (c->t.collective) {
+      gpar_coll t = *a;
+      for (int i = 0; i < c->nlocal; i++) offs[i] = a->offs ? a->offs[i] : 0;
+      t.offs = offs;
+      st = c->t.collective(c->ctx, &t);
+    } else if (c->bops) {
+      st = gpar__comm_backend(c, a, m);
+    } else {
+      st = gpar__comm_staged(c, a, m);
+    }
+    pthread_mutex_unlock(&c->issue_mu);
   }
   free(m);
   free(offs);

@@ -1,7 +1,7 @@
 /* queue.c: the ready queue of a device: a multi-producer queue of ops whose producers are met,
  * consumed by that device's dispatcher or CPU workers. Consumers spin briefly before they sleep,
  * and a push wakes a sleeper only when more ops wait than consumers spin. */
-#include "internal.h"
+#include "engine/engine.h"
 
 void gpar__queue_init(gpar__queue *q) {
   pthread_mutex_init(&q->mu, NULL);

@@ -1,56 +1,16 @@
-/* dispatch.c: running ops. gpar__op_run executes one op by kind through the backend table (the
- * one switch over op kinds: add new kinds there). CPU workers run ready ops to completion; one
- * dispatcher thread per GPU enqueues them on lanes, makes lanes wait on producers' events and
- * records events only where someone needs them, then hands the ops to the completion thread
- * (complete.c). So one submitting thread keeps every GPU busy. No engine lock is held during
- * vendor calls. */
+/* dispatch.c: running ops. Each op runs through its kind's table (op->kind->run); the engine
+ * never looks inside. CPU workers run ready ops to completion; one dispatcher thread per GPU
+ * enqueues them on lanes, makes lanes wait on producers' events and records events only where
+ * someone needs them, then hands the ops to the completion thread (complete.c). So one
+ * submitting thread keeps every GPU busy. No engine lock is held during vendor calls. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-
-/* Run (CPU) or enqueue (GPU) the op's work on its lane. The place to add op kinds. */
-int gpar__op_run(gpar__device *dev, gpar__op *op) {
-  gpar_engine *eng = dev->eng;
-  const gpar__backend_ops *ops = dev->ops;
-  int st;
-  switch (op->kind) {
-  case GPAR__OP_COPY:
-    if ((st = gpar__fault(eng, GPAR__FAULT_COPY))) return st;
-    return ops->copy(dev->bdev, op->lane, &op->u.copy);
-  case GPAR__OP_FILL:
-    if ((st = gpar__fault(eng, GPAR__FAULT_FILL))) return st;
-    return ops->fill(dev->bdev, op->lane, op->u.fill.mem, op->u.fill.off, op->u.fill.bytes, op->u.fill.value);
-  case GPAR__OP_GEMM:
-    if ((st = gpar__fault(eng, GPAR__FAULT_GEMM))) return st;
-    return ops->gemm(dev->bdev, op->lane, &op->u.gemm);
-  case GPAR__OP_USER: {
-    if ((st = gpar__fault(eng, GPAR__FAULT_USER))) return st;
-    gpar_native nat;
-    memset(&nat, 0, sizeof nat);
-    if (ops->native && (st = ops->native(dev->bdev, op->lane, &nat))) return st;
-    nat.device = dev->index;
-    nat.backend_index = dev->bidx;
-    gpar__errorf(GPAR_OK, "%s", "");
-    st = op->u.user.fn(&nat, op->u.user.arg);
-    if (st != GPAR_OK && !*gpar__error_msg()) gpar__errorf(st, "user function returned %s", gpar_status_name(st));
-    return st;
-  }
-  case GPAR__OP_NOP:
-    return GPAR_OK;
-  case GPAR__OP_REDUCE:
-  case GPAR__OP_COLL:
-    return gpar__comm_exec(dev, op);
-  case GPAR__OP_GRAPH:
-    return gpar__graph_exec(dev, op);
-  }
-  return gpar__errorf(GPAR_ENOTSUP, "unknown op kind %d", op->kind);
-}
+#include "engine/engine.h"
 
 /* ---------------------------------------------------------------- CPU workers */
 
-/* Run one op to completion, then complete it (retiring it and what waited on it; with
- * combining retirement another worker may do that, and this one goes on at once). */
+/* Run one op to completion, then complete it (retiring it and what waited on it). */
 static void *host_worker(void *arg) {
   gpar__device *dev = arg;
   gpar_engine *eng = dev->eng;
@@ -59,11 +19,14 @@ static void *host_worker(void *arg) {
   while ((op = gpar__queue_pop(&dev->ready, 0))) {
     int st = GPAR_EDEPFAILED;
     if (eng->tracing) op->t_taken = op->t_start = gpar__now();
-    if (!atomic_load(&op->dep_failed)) st = gpar__op_run(dev, op);
+    if (!atomic_load(&op->dep_failed) || (op->kind->flags & GPAR__KIND_RUNS_ON_FAILED_INPUT)) {
+      int run = op->kind->run(dev, op);
+      st = atomic_load(&op->dep_failed) && run == GPAR_OK ? GPAR_EDEPFAILED : run;
+    }
     if (eng->tracing) op->t_ran = op->t_end = gpar__now();
     if (st != GPAR_OK) gpar__op_fail(op, st); /* still READY: nobody else reads its status */
     op->next = NULL;
-    gpar__complete_finished(eng, op); /* complete.c: direct or combining */
+    gpar__complete_finished(eng, op); /* complete.c */
   }
   return NULL;
 }
@@ -106,14 +69,16 @@ static void dispatch_one(gpar__device *dev, gpar__op *op, int need_event) {
   if (tracing) {
     op->t_dispatch = gpar__now();
     if (ops->event_elapsed) record_event(dev, op, GPAR__EVENT_TIMING, &op->start_event);
-  } else if (op->kind == GPAR__OP_COLL) {
-    op->t_dispatch = gpar__now(); /* for the collective watchdog (comm_paths.c) */
+  } else if (op->kind->flags & GPAR__KIND_TIMED) {
+    op->t_dispatch = gpar__now(); /* for its kind's `pending` watchdog */
   }
-  if (op->kind == GPAR__OP_GEMM) op->u.gemm.no_event = !need_event;
-  /* A member of a collective joins even when its input failed (it retires as GPAR_EDEPFAILED
-   * anyway): skipping it would leave the other members waiting for it forever. */
-  if (st == GPAR_OK)
-    st = atomic_load(&op->dep_failed) && op->kind != GPAR__OP_COLL ? GPAR_EDEPFAILED : gpar__op_run(dev, op);
+  op->need_event = need_event;
+  /* A kind that runs on failed input (a collective's member must join, or the others wait for
+   * it forever) still retires as GPAR_EDEPFAILED. */
+  int failed_in = atomic_load(&op->dep_failed);
+  if (st == GPAR_OK && failed_in && !(op->kind->flags & GPAR__KIND_RUNS_ON_FAILED_INPUT)) st = GPAR_EDEPFAILED;
+  if (st == GPAR_OK) st = op->kind->run(dev, op);
+  if (st == GPAR_OK && failed_in) st = GPAR_EDEPFAILED;
   if (st != GPAR_OK) gpar__op_fail(op, st);
   if (!need_event) { /* a later op of this group on the same lane covers it */
     if (tracing) op->t_ran = gpar__now();

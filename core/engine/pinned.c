@@ -34,7 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "engine/engine.h"
 
 #define GPAR__PIN_MIN_LOG 12
 
@@ -218,20 +218,4 @@ void gpar__pinned_destroy(gpar__pinned_pool *p) {
   trim(p);
   pthread_mutex_unlock(&p->mu);
   pthread_mutex_destroy(&p->mu);
-}
-
-GPAR_API int gpar_pinned_status(gpar_engine *eng, int *provider, unsigned *registered, const char **reason) {
-  int st;
-  if (!(eng = gpar__engine_check(eng, &st))) return st;
-  gpar__pinned_pool *p = &eng->pinned;
-  unsigned mask = 0;
-  for (int r = 0; r < p->nreg; r++) mask |= (unsigned)p->reg[r].ops->id;
-  if (provider) *provider = p->ops ? p->ops->id : 0;
-  if (registered) *registered = mask;
-  if (reason) {
-    pthread_mutex_lock(&p->mu);
-    *reason = p->reg_failures ? p->reg_why : ""; /* written once, before reg_failures moves */
-    pthread_mutex_unlock(&p->mu);
-  }
-  return GPAR_OK;
 }

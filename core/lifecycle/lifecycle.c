@@ -1,25 +1,17 @@
-/* engine.c: engine lifecycle and configuration: the one list of backends, the one reader of
- * the GPAR_* environment, gpar_init (open backends and devices, start their threads) and
- * gpar_shutdown (drain, join, free), device queries, counters and fault injection. Engine
- * slots and tokens live in registry.c. */
+/* lifecycle.c: the engine's lifecycle, the top of core/: the one list of backends, the one
+ * reader of the GPAR_* environment, gpar_init (open backends and devices, start their threads)
+ * and gpar_shutdown (drain, then destroy the engine's graphs and communicators, join, free).
+ * Engine slots and tokens live in engine/registry.c. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "comm/comm.h"
+#include "graph/graph.h"
 
 /* The backends, in probe order. GPU backends are weak symbols: NULL when configure left them out. */
 static const gpar__backend_ops *const gpar__backends[] = {&gpar__host_backend, &gpar__cuda_backend,
                                                           &gpar__opencl_backend};
-
-static const char *const gpar__fault_names[GPAR__FAULT_KINDS] = {
-    "alloc", "pinned", "copy", "gemm", "fill", "user", "event", "completion", "register", "capture"};
-
-double gpar__now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* ---------------------------------------------------------------- configuration */
 
@@ -42,8 +34,6 @@ static void config_from_env(gpar_config *cfg, gpar_engine *eng, const char **fau
   if ((s = getenv("GPAR_QUIET"))) cfg->quiet = atoi(s);
   if ((s = getenv("GPAR_COMM_TIMEOUT")) && atof(s) > 0) cfg->comm_timeout = atof(s);
   if ((s = getenv("GPAR_CUBLASLT"))) cfg->cublaslt = atoi(s) ? 1 : -1;
-  if ((s = getenv("GPAR_RETIRE")))
-    cfg->retire = !strcmp(s, "direct") ? GPAR_RETIRE_DIRECT : !strcmp(s, "combine") ? GPAR_RETIRE_COMBINE : 0;
   if ((s = getenv("GPAR_BACKENDS"))) {
     cfg->backends = 0;
     static const char *const names[] = {"host", "cuda", "opencl"};
@@ -57,39 +47,6 @@ GPAR_API void gpar_config_init(gpar_config *cfg) {
   if (!cfg) return;
   memset(cfg, 0, sizeof *cfg);
   config_from_env(cfg, NULL, NULL);
-}
-
-/* ---------------------------------------------------------------- faults */
-
-int gpar__fault(gpar_engine *eng, int kind) {
-  atomic_ulong *at = &eng->fault_at[kind];
-  unsigned long n = atomic_load_explicit(at, memory_order_relaxed);
-  while (n) {
-    if (atomic_compare_exchange_weak(at, &n, n - 1)) {
-      if (n == 1) return gpar__errorf(GPAR_EFAULT, "injected fault: %s", gpar__fault_names[kind]);
-      return GPAR_OK;
-    }
-  }
-  return GPAR_OK;
-}
-
-static int fault_set(gpar_engine *eng, const char *kind, unsigned long n) {
-  if (!kind) return gpar__errorf(GPAR_EINVAL, "gpar_fault_inject: kind is NULL");
-  for (int k = 0; k < GPAR__FAULT_KINDS; k++)
-    if (!strcmp(kind, gpar__fault_names[k])) {
-      atomic_store(&eng->fault_at[k], n);
-      return GPAR_OK;
-    }
-  return gpar__errorf(GPAR_EINVAL, "gpar_fault_inject: unknown kind '%s'", kind);
-}
-
-GPAR_API int gpar_fault_inject(gpar_engine *e, const char *kind, unsigned long n) {
-  int st;
-  gpar_engine *eng = gpar__engine_enter(e, &st);
-  if (!eng) return st;
-  st = fault_set(eng, kind, n);
-  gpar__engine_leave(eng);
-  return st;
 }
 
 /* ---------------------------------------------------------------- devices and backends */
@@ -159,17 +116,12 @@ static int engine_add_backend(gpar_engine *eng, const gpar__backend_ops *ops) {
  * before any buffer is freed; buffers before their devices close. */
 static void engine_free_resources(gpar_engine *eng) {
   for (int i = 0; i < eng->ndev; i++) gpar__device_join(eng->devs[i]);
-  pthread_mutex_lock(&eng->mu);
-  for (uint32_t s = 0; s < eng->nslots; s++)
-    if (eng->slots[s]) gpar__buf_free_locked(eng, eng->slots[s]);
+  gpar__buf_free_all(eng);
   gpar__engine_drop_ops(eng);
-  pthread_mutex_unlock(&eng->mu);
   for (int i = 0; i < eng->ndev; i++) device_free(eng->devs[i]);
   gpar__pinned_destroy(&eng->pinned);
   for (int i = 0; i < eng->nbackends; i++) eng->backends[i].ops->close(eng->backends[i].be);
   free(eng->devs);
-  free(eng->slots);
-  free(eng->free_slots);
   free(eng->first_errmsg);
   free(eng->trace);
 }
@@ -196,10 +148,6 @@ GPAR_API int gpar_init(gpar_engine **out, const gpar_config *cfg) {
     eng->cfg.host_threads = n > 0 ? (int)n : 2;
   }
   gpar__set_quiet(eng->cfg.quiet);
-  /* Default: direct. On the 32-core H200 host (one run, 2026-11-30) combine was slower: chain
-   * 3.85 vs 2.12 us per empty op, 256^3 sgemm 17.9 vs 13.9 us per GEMM (bench/results). */
-  eng->combine = eng->cfg.retire == GPAR_RETIRE_COMBINE;
-  atomic_init(&eng->done, 0);
   const char *fault = NULL;
   config_from_env(NULL, eng, &fault);
   eng->tracing = !eng->cfg.trace_path ? 0 : *eng->cfg.trace_path ? 2 : 1; /* "": breakdown, no file */
@@ -232,7 +180,7 @@ GPAR_API int gpar_init(gpar_engine **out, const gpar_config *cfg) {
   if (fault) {
     char kind[32];
     unsigned long n;
-    if (sscanf(fault, "%31[a-z]:%lu", kind, &n) == 2) fault_set(eng, kind, n);
+    if (sscanf(fault, "%31[a-z]:%lu", kind, &n) == 2) gpar__fault_arm(eng, kind, n);
   }
   atomic_store(&eng->state, GPAR__ENG_OPEN);
   *out = gpar__engine_token(eng);
@@ -241,7 +189,8 @@ GPAR_API int gpar_init(gpar_engine **out, const gpar_config *cfg) {
 
 /* Shutdown: refuse new outside calls (CLOSING), drain until nothing is in flight, then refuse
  * everything (CLOSED, set under the engine lock so no submit slips in after the drain), wait
- * for the calls still inside to leave, join the threads, and only then free memory. */
+ * for the calls still inside to leave, destroy the engine's communicators and graphs (nothing
+ * of theirs is in flight any more), join the threads, and only then free memory. */
 GPAR_API int gpar_shutdown(gpar_engine *e) {
   int st;
   gpar_engine *eng = gpar__engine_enter(e, &st);
@@ -254,101 +203,22 @@ GPAR_API int gpar_shutdown(gpar_engine *e) {
     gpar__engine_leave(eng);
     return st;
   }
-  pthread_mutex_lock(&eng->mu);
-  eng->nwaiters++;
-  while (eng->inflight_head) pthread_cond_wait(&eng->retire_cv, &eng->mu);
-  eng->nwaiters--;
-  atomic_store(&eng->state, GPAR__ENG_CLOSED);
-  st = eng->first_error;
-  if (st != GPAR_OK) gpar__set_error_msg(st, eng->first_errmsg);
-  pthread_mutex_unlock(&eng->mu);
+  st = gpar__drain(eng);
+  char msg[512];
+  snprintf(msg, sizeof msg, "%s", gpar_last_error()); /* the clean-up below may set its own */
   gpar__engine_leave(eng);
   gpar__engine_wait_callers(eng);
-  gpar__graph_shutdown(eng); /* graph_launch.c: its graphs, their buffers and backend graphs */
+  gpar__comm_shutdown(eng);  /* comm/: the engine's communicators */
+  gpar__graph_shutdown(eng); /* graph/: its graphs, their buffers and backend graphs */
   if (eng->tracing == 2) gpar__trace_write(eng);
   engine_free_resources(eng);
   gpar__engine_release_slot(eng);
+  if (st != GPAR_OK) gpar__set_error_msg(st, msg);
   return st;
 }
 
-/* ---------------------------------------------------------------- devices */
 
-GPAR_API int gpar_device_count(gpar_engine *e) {
-  int st;
-  gpar_engine *eng = gpar__engine_enter(e, &st);
-  if (!eng) return st;
-  st = eng->ndev;
-  gpar__engine_leave(eng);
-  return st;
-}
 
-GPAR_API int gpar_device_info(gpar_engine *e, int dev, gpar_device_props *info) {
-  int st = GPAR_OK;
-  gpar_engine *eng = gpar__engine_enter(e, &st);
-  if (!eng) return st;
-  if (!info)
-    st = gpar__errorf(GPAR_EINVAL, "gpar_device_info: info is NULL");
-  else if (dev < 0 || dev >= eng->ndev)
-    st = gpar__errorf(GPAR_ENODEV, "device %d does not exist (%d devices)", dev, eng->ndev);
-  else
-    *info = eng->devs[dev]->info;
-  gpar__engine_leave(eng);
-  return st;
-}
 
-GPAR_API int gpar_device_find(gpar_engine *e, int backend_id, int type, int skip) {
-  int st;
-  gpar_engine *eng = gpar__engine_enter(e, &st);
-  if (!eng) return st;
-  st = gpar__errorf(GPAR_ENODEV, "no such device (backend %d, type %d)", backend_id, type);
-  for (int i = 0; i < eng->ndev; i++) {
-    const gpar_device_props *in = &eng->devs[i]->info;
-    if ((!backend_id || (in->backend_id & backend_id)) && (type < 0 || (int)in->type == type) && skip-- == 0) {
-      st = i;
-      break;
-    }
-  }
-  gpar__engine_leave(eng);
-  return st;
-}
 
-GPAR_API int gpar_config_get(gpar_engine *e, gpar_config *cfg) {
-  int st;
-  gpar_engine *eng = gpar__engine_enter(e, &st);
-  if (!eng) return st;
-  if (cfg)
-    *cfg = eng->cfg;
-  else
-    st = gpar__errorf(GPAR_EINVAL, "gpar_config_get: cfg is NULL");
-  gpar__engine_leave(eng);
-  return st;
-}
-
-GPAR_API int gpar_stats_get(gpar_engine *e, gpar_stats *stats) {
-  int st;
-  gpar_engine *eng = gpar__engine_enter(e, &st);
-  if (!eng) return st;
-  if (!stats) {
-    gpar__engine_leave(eng);
-    return gpar__errorf(GPAR_EINVAL, "gpar_stats_get: stats is NULL");
-  }
-  pthread_mutex_lock(&eng->mu);
-  *stats = eng->stats;
-  pthread_mutex_unlock(&eng->mu);
-  pthread_mutex_lock(&eng->pinned.mu);
-  stats->pinned_bytes_pool = eng->pinned.held;
-  pthread_mutex_unlock(&eng->pinned.mu);
-  stats->events_live = (uint64_t)atomic_load(&eng->events_live);
-  stats->graph_native_launches = atomic_load(&eng->graph_native);
-  for (int i = 0; i < eng->ndev; i++) {
-    const gpar__device *dev = eng->devs[i];
-    uint64_t planned = 0, fallback = 0;
-    if (!dev->ops->gemm_counts || !dev->bdev) continue;
-    dev->ops->gemm_counts(dev->bdev, &planned, &fallback);
-    stats->gemm_lt_calls += planned;
-    stats->gemm_lt_fallbacks += fallback;
-  }
-  gpar__engine_leave(eng);
-  return GPAR_OK;
-}
 

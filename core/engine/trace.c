@@ -6,7 +6,7 @@
  * records as Chrome trace-event JSON, one event per line, one track per device and lane. */
 #include <stdlib.h>
 
-#include "internal.h"
+#include "engine/engine.h"
 
 static const char *const gpar__lane_names[GPAR__NLANES] = {"compute", "h2d", "d2h", "peer"};
 
@@ -38,7 +38,7 @@ void gpar__trace_op_locked(gpar_engine *eng, gpar__op *op, double t_retired) {
   }
   if (end < start) end = start;
   gpar__trace_rec *r = &eng->trace[eng->ntrace++];
-  r->name = op->name ? op->name : "op";
+  r->name = op->kind && op->kind->name ? op->kind->name : "op";
   r->dev = dev->index;
   r->lane = op->lane;
   r->submit = (op->t_submit - eng->t0) * 1e6;
@@ -77,14 +77,8 @@ void gpar__trace_write(gpar_engine *eng) {
   fclose(f);
 }
 
-GPAR_API int gpar_breakdown_get(gpar_engine *e, gpar_breakdown *bd, int reset) {
+int gpar__breakdown(gpar_engine *eng, gpar_breakdown *bd, int reset) {
   int st;
-  gpar_engine *eng = gpar__engine_enter(e, &st);
-  if (!eng) return st;
-  if (!bd) {
-    gpar__engine_leave(eng);
-    return gpar__errorf(GPAR_EINVAL, "gpar_breakdown_get: bd is NULL");
-  }
   pthread_mutex_lock(&eng->mu);
   double n = eng->bd_ops ? (double)eng->bd_ops : 1.0;
   bd->ops = eng->bd_ops;
@@ -99,6 +93,5 @@ GPAR_API int gpar_breakdown_get(gpar_engine *e, gpar_breakdown *bd, int reset) {
   }
   st = eng->tracing ? GPAR_OK : gpar__errorf(GPAR_ENOTSUP, "gpar_breakdown_get: tracing is off (set trace_path)");
   pthread_mutex_unlock(&eng->mu);
-  gpar__engine_leave(eng);
   return st;
 }

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "engine/engine.h"
 
 static _Thread_local char gpar__msg[512];
 static int gpar__quiet;

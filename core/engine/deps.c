@@ -1,6 +1,6 @@
-/* deps.c: dependency tracking. Ops and their edges, the last writer and readers of each buffer
+/* deps.c: dependency tracking. Edges between ops, the last writer and readers of each buffer
  * (MXNet-style var queues), submission, and retirement with failure propagation. Everything
- * here runs under the engine lock, except gpar__op_add_access (touches only an unsubmitted op).
+ * here runs under the engine lock.
  *
  * Ordering rule: an edge producer -> consumer is ordered on the device (the consumer's lane
  * waits on the producer's event) when both run on lanes of one event backend that can wait
@@ -12,14 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "engine/engine.h"
 
-/* ---------------------------------------------------------------- ops */
-
-void gpar__op_set_state(gpar__op *op, int state) {
-  assert(state == op->state + 1 && "op states advance one step at a time");
-  op->state = state;
-}
+/* ---------------------------------------------------------------- edges */
 
 static int edges_push(gpar__edges *e, gpar__op *op, int flags) {
   if (!e->v) {
@@ -41,92 +36,38 @@ static int edges_push(gpar__edges *e, gpar__op *op, int flags) {
   return GPAR_OK;
 }
 
-static void edges_free(gpar__edges *e) {
-  if (e->v && e->v != e->inl) free(e->v);
-  e->v = NULL;
-  e->n = e->cap = 0;
-}
-
-gpar__op *gpar__op_new_locked(gpar_engine *eng) {
-  gpar__op *op = eng->op_free;
-  if (op)
-    eng->op_free = op->next;
-  else if (!(op = malloc(sizeof *op)))
-    return NULL;
-  memset(op, 0, sizeof *op);
-  return op;
-}
-
-int gpar__op_add_access(gpar__op *op, gpar__buf *buf, int mode) {
-  for (int i = 0; i < op->nacc; i++) {
-    gpar__access *a = gpar__op_access(op, i);
-    if (a->buf == buf) {
-      a->mode |= mode;
-      return GPAR_OK;
+/* The status op leaves on buffer b that it writes: its own, or with per-buffer outcomes the
+ * mark of its access to b. */
+int gpar__op_write_status(const gpar__op *op, const gpar__buf *b, const char **msg) {
+  *msg = op->errmsg;
+  if (!op->partial) return op->status;
+  *msg = NULL;
+  for (int a = 0; a < op->nacc; a++) {
+    const gpar__access *acc = gpar__op_access(op, a);
+    if (acc->buf != b) continue;
+    if (acc->mode & GPAR__WRITE_FAILED) {
+      *msg = op->errmsg;
+      return op->status;
     }
-  }
-  if (op->nacc >= GPAR__INLINE) {
-    int extra = op->nacc - GPAR__INLINE;
-    if ((extra & (extra - 1)) == 0) { /* grow at 0, 1, 2, 4, 8, ... */
-      gpar__access *m = realloc(op->acc_more, sizeof *m * (size_t)(extra ? extra * 2 : 1));
-      if (!m) return GPAR_ENOMEM;
-      op->acc_more = m;
+    if (acc->mode & GPAR__WRITE_SKIPPED) {
+      *msg = gpar_strerror(GPAR_EDEPFAILED);
+      return GPAR_EDEPFAILED;
     }
+    break;
   }
-  gpar__access *a = gpar__op_access(op, op->nacc++);
-  a->buf = buf;
-  a->mode = mode;
   return GPAR_OK;
 }
 
-static void op_free_locked(gpar_engine *eng, gpar__op *op) {
-  const gpar__backend_ops *ops = op->dev ? op->dev->ops : NULL;
-  if (op->event) {
-    ops->event_release(op->event);
-    atomic_fetch_sub(&eng->events_live, 1);
+/* Whether consumer c, linked behind op by a data edge, reads what op failed to produce. */
+static int fails_reader(const gpar__op *op, const gpar__op *c) {
+  if (op->status == GPAR_OK) return 0;
+  if (!op->partial) return 1;
+  const char *msg;
+  for (int a = 0; a < c->nacc; a++) {
+    const gpar__access *acc = gpar__op_access(c, a);
+    if ((acc->mode & GPAR__READ) && gpar__op_write_status(op, acc->buf, &msg) != GPAR_OK) return 1;
   }
-  if (op->start_event) {
-    ops->event_release(op->start_event);
-    atomic_fetch_sub(&eng->events_live, 1);
-  }
-  if (op->cover) gpar__op_unref_locked(eng, op->cover);
-  gpar__comm_op_free(op);
-  edges_free(&op->prods);
-  edges_free(&op->succs);
-  free(op->acc_more);
-  free(op->errmsg);
-  free(op->async_msg);
-  op->next = eng->op_free;
-  eng->op_free = op;
-}
-
-void gpar__op_unref_locked(gpar_engine *eng, gpar__op *op) {
-  assert(op->refs > 0);
-  if (--op->refs == 0) op_free_locked(eng, op);
-}
-
-/* Discard an op that was built but never submitted (argument error). */
-void gpar__op_discard_locked(gpar_engine *eng, gpar__op *op) {
-  assert(op->state == GPAR__ST_NEW);
-  op->dev = NULL;
-  op_free_locked(eng, op);
-}
-
-/* Free the op free list (shutdown: nothing is in flight). */
-void gpar__engine_drop_ops(gpar_engine *eng) {
-  while (eng->op_free) {
-    gpar__op *op = eng->op_free;
-    eng->op_free = op->next;
-    free(op);
-  }
-}
-
-/* Record the first failure of an op; EDEPFAILED keeps its short text. */
-void gpar__op_fail(gpar__op *op, int st) {
-  if (op->status != GPAR_OK) return;
-  op->status = st;
-  free(op->errmsg);
-  op->errmsg = strdup(st == GPAR_EDEPFAILED ? gpar_strerror(st) : gpar__error_msg());
+  return 0;
 }
 
 static void make_ready_locked(gpar__op *op) {
@@ -135,14 +76,11 @@ static void make_ready_locked(gpar__op *op) {
   gpar__queue_push(&op->dev->ready, op);
 }
 
-/* ---------------------------------------------------------------- edges */
-
 static int edge_on_device(const gpar__op *p, const gpar__op *c) {
   const gpar__device *pd = p->dev, *cd = c->dev;
   /* A backend whose host-to-device copies may read host memory when enqueued (NVIDIA's OpenCL
    * stages the source at enqueue) cannot order that read behind an event: wait for retirement. */
-  if ((c->kind == GPAR__OP_COPY && c->u.copy.kind == GPAR__COPY_H2D) || c->kind == GPAR__OP_GRAPH)
-    if (cd->ops->h2d_reads_at_enqueue) return 0;
+  if ((c->kind->flags & GPAR__KIND_READS_HOST_AT_ENQUEUE) && cd->ops->h2d_reads_at_enqueue) return 0;
   return pd->ops == cd->ops && pd->ops->ordered_by_events &&
          (pd == cd || pd->ops->can_wait(pd->be, pd->bidx, cd->bidx));
 }
@@ -163,7 +101,7 @@ static int add_edge_locked(gpar__op *p, gpar__op *c, int data) {
   p->refs++;
   c->unretired++;
   if (!(flags & GPAR__EDGE_EVENT) || p->state < GPAR__ST_DISPATCHED) c->unmet++;
-  if (p->state >= GPAR__ST_DISPATCHED && data && gpar__op_fails_reader(p, c)) atomic_store(&c->dep_failed, 1);
+  if (p->state >= GPAR__ST_DISPATCHED && data && fails_reader(p, c)) atomic_store(&c->dep_failed, 1);
   return GPAR_OK;
 }
 
@@ -191,17 +129,12 @@ static void buf_remove_reader_locked(gpar__buf *b, gpar__op *op) {
 
 /* ---------------------------------------------------------------- submit */
 
+_Thread_local gpar__op_sink gpar__sink;
+
 /* Link the op behind the last writer and readers of each buffer it touches and queue it on its
- * device when nothing holds it back. */
-int gpar__op_submit_locked(gpar_engine *eng, gpar__op *op, int keep) {
+ * device when nothing holds it back (engine lock held; the engine is not closed). */
+static void link_locked(gpar_engine *eng, gpar__op *op, int keep) {
   int st = GPAR_OK;
-  if (atomic_load(&eng->state) == GPAR__ENG_CLOSED) { /* drained: nothing may start now */
-    if (op->staging) gpar__pinned_free(&eng->pinned, op->staging);
-    op->staging = NULL;
-    gpar__op_discard_locked(eng, op);
-    return gpar__errorf(GPAR_ESHUTDOWN, "engine is shut down");
-  }
-  if (gpar__graph_recording(eng)) return gpar__graph_record_locked(eng, op); /* graph_record.c */
   op->refs = 1 + (keep ? 1 : 0);
   gpar__op_set_state(op, GPAR__ST_WAITING);
   op->seq = ++eng->seq;
@@ -231,7 +164,6 @@ int gpar__op_submit_locked(gpar_engine *eng, gpar__op *op, int keep) {
     } else if (st == GPAR_OK) {
       st = buf_add_reader_locked(b, op);
     }
-    b->pending++;
   }
   if (st != GPAR_OK) {
     /* Host memory ran out while linking: the op cannot run, but it is linked, so it retires
@@ -244,7 +176,38 @@ int gpar__op_submit_locked(gpar_engine *eng, gpar__op *op, int keep) {
   }
   if (eng->tracing) op->t_submit = gpar__now();
   if (op->unmet == 0) make_ready_locked(op);
-  return GPAR_OK;
+}
+
+int gpar__op_submit_all(gpar__op **ops, int n, int flags, gpar__op **kept) {
+  if (n == 0) return GPAR_OK;
+  gpar_engine *eng = ops[0]->eng;
+  int keep = (flags & GPAR__SUBMIT_KEEP) || ((flags & GPAR__SUBMIT_SYNC) && eng->cfg.synchronous && !gpar__in_op);
+  for (int i = 0; kept && i < n; i++) kept[i] = NULL;
+  if (!(flags & GPAR__SUBMIT_NO_SINK) && gpar__sink_active(eng)) { /* recorded, not run: the sink owns them */
+    int st = GPAR_OK;
+    for (int i = 0; i < n; i++) {
+      int s = gpar__sink.take(gpar__sink.ctx, ops[i]);
+      if (st == GPAR_OK) st = s;
+    }
+    return st;
+  }
+  pthread_mutex_lock(&eng->mu);
+  int closed = atomic_load(&eng->state) == GPAR__ENG_CLOSED; /* drained: nothing may start now */
+  for (int i = 0; i < n && !closed; i++) {
+    link_locked(eng, ops[i], keep);
+    if (keep && kept) kept[i] = ops[i];
+  }
+  pthread_mutex_unlock(&eng->mu);
+  if (!closed) return GPAR_OK;
+  for (int i = 0; i < n; i++) gpar__op_discard(ops[i]);
+  return gpar__errorf(GPAR_ESHUTDOWN, "engine is shut down");
+}
+
+int gpar__op_submit(gpar__op *op, int flags, gpar__op **kept) {
+  gpar__op *k = NULL;
+  int st = gpar__op_submit_all(&op, 1, flags, &k);
+  if (kept) *kept = k;
+  return st;
 }
 
 /* ---------------------------------------------------------------- release and retire */
@@ -263,7 +226,7 @@ static void release_succs_locked(gpar__op *op, int retired, gpar__device *local,
   for (int i = 0; i < op->succs.n; i++) {
     gpar__op *c = op->succs.v[i].op;
     int flags = op->succs.v[i].flags;
-    if ((flags & GPAR__EDGE_DATA) && gpar__op_fails_reader(op, c)) atomic_store(&c->dep_failed, 1);
+    if ((flags & GPAR__EDGE_DATA) && fails_reader(op, c)) atomic_store(&c->dep_failed, 1);
     if ((flags & GPAR__EDGE_EVENT ? 0 : 1) == retired && --c->unmet == 0) {
       if (c->dev == local) { /* the dispatcher runs it next, ahead of its batch */
         gpar__op_set_state(c, GPAR__ST_READY);
@@ -292,20 +255,20 @@ static void retire_one_locked(gpar_engine *eng, gpar__op *op, gpar__op **work) {
   assert(op->unretired == 0);
   gpar__op_set_state(op, GPAR__ST_RETIRED);
   drop_producers_locked(eng, op); /* CPU ops: dispatch dropped nothing */
-  if (op->status == GPAR_OK && atomic_load(&op->dep_failed)) op->status = GPAR_EDEPFAILED;
+  if (op->status == GPAR_OK && atomic_load(&op->dep_failed)) gpar__op_fail(op, GPAR_EDEPFAILED);
   for (int i = 0; i < op->nacc; i++) {
     gpar__access *a = gpar__op_access(op, i);
     gpar__buf *b = a->buf;
     if (a->mode & GPAR__WRITE) {
       if (b->writer == op) b->writer = NULL;
-      const char *msg; /* a graph launch's op: the status its ops left on b */
+      const char *msg; /* with per-buffer outcomes: its outcome on b */
       b->status = gpar__op_write_status(op, b, &msg);
       free(b->errmsg);
       b->errmsg = msg ? strdup(msg) : NULL;
     } else {
       buf_remove_reader_locked(b, op);
     }
-    if (--b->pending == 0 && b->released) gpar__buf_free_locked(eng, b);
+    gpar__buf_put_locked(b); /* the op's reference */
   }
   if (op->inflight_prev)
     op->inflight_prev->inflight_next = op->inflight_next;
@@ -327,10 +290,7 @@ static void retire_one_locked(gpar_engine *eng, gpar__op *op, gpar__op **work) {
   }
   release_succs_locked(op, 1, NULL, NULL, work);
   if (eng->tracing) gpar__trace_op_locked(eng, op, gpar__now());
-  if (op->staging) {
-    gpar__pinned_free(&eng->pinned, op->staging);
-    op->staging = NULL;
-  }
+  gpar__op_release_owned(op);
   gpar__op_unref_locked(eng, op);
 }
 

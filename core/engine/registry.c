@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "internal.h"
+#include "engine/engine.h"
 
 static struct gpar_engine gpar__engines[GPAR__MAX_ENGINES];
 static pthread_mutex_t gpar__registry_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -120,10 +120,9 @@ void gpar__engine_leave(gpar_engine *eng) {
   atomic_fetch_sub(&eng->callers, 1);
 }
 
-gpar_engine *gpar__engine_check(gpar_engine *e, int *status) {
-  gpar_engine *eng = gpar__engine_enter(e, status);
-  if (eng) gpar__engine_leave(eng);
-  return eng;
+int gpar__engine_is(gpar_engine *eng, uint64_t serial) {
+  int state = atomic_load(&eng->state);
+  return atomic_load(&eng->serial) == serial && (state == GPAR__ENG_OPEN || state == GPAR__ENG_CLOSING);
 }
 
 GPAR_API void gpar__test_set_serials(uint64_t next_engine, uint64_t next_buffer) {

@@ -1,0 +1,17 @@
+/* api.h: the api layer, the public calls that build ops and the kinds they build: transfers
+ * (transfer.c: gpar_copy, gpar_write, gpar_read), BLAS (blas.c), fills (fill.c), user functions
+ * (submit.c); buffers (buffers.c), waits (waits.c) and queries (query.c). Each call checks
+ * every argument before anything is enqueued, picks the device and lane that runs it, declares
+ * its read and write sets and hands the op to the engine (engine/engine.h). */
+#ifndef GPAR_CORE_API_H
+#define GPAR_CORE_API_H
+
+#include "engine/engine.h"
+
+/* GPAR_EINVAL for 0 bytes, GPAR_ERANGE when [off, off + bytes) leaves b (message names what). */
+GPAR__HIDDEN int gpar__check_range(const gpar__buf *b, size_t off, size_t bytes, const char *what);
+/* The end of every op call: submit op; in synchronous mode (outside ops) wait for it and return
+ * its status. */
+GPAR__HIDDEN int gpar__api_submit(gpar__op *op);
+
+#endif

@@ -1,0 +1,205 @@
+/* paths.c: how a checked collective becomes engine ops (comm.c checks it and picks the path),
+ * and the kinds of those ops:
+ * - backend path (NCCL): one member op per member on its device's peer lane, issued by the
+ *   device's own dispatcher thread (NCCL allows one thread per rank, and the engine already has
+ *   exactly one dispatcher per device, so no group call is needed and no thread ever blocks on
+ *   another device's queue); all members of a collective are built first and submitted at once
+ *   (or none); a watchdog names a collective that never completes;
+ * - staged path: copies into GPAR_HOST staging, one reduction op on the CPU, copies back. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "comm/comm.h"
+
+/* ---------------------------------------------------------------- the kinds */
+
+_Static_assert(sizeof(gpar__coll_args) <= GPAR__OP_PAYLOAD, "collective arguments fit an op's payload");
+_Static_assert(sizeof(gpar__reduce_args) <= GPAR__OP_PAYLOAD, "reduction arguments fit an op's payload");
+
+static int member_run(gpar__device *dev, gpar__op *op) {
+  return dev->ops->coll(dev->bdev, op->lane, gpar__op_args(op));
+}
+
+/* Watchdog of backend collectives, called by the device's completion thread while the op is
+ * pending: a collective that some member never joins (mismatched calls) waits forever inside
+ * NCCL, which cannot cancel it. After gpar_config.comm_timeout seconds (GPAR_COMM_TIMEOUT,
+ * default 300) it is named on stderr, once, so the hang is never silent. */
+static void member_pending(gpar__device *dev, gpar__op *op) {
+  gpar__coll_args *a = gpar__op_args(op);
+  const double timeout = dev->eng->cfg.comm_timeout;
+  if (a->warned) return;
+  double waited = gpar__now() - op->t_dispatch;
+  if (waited < timeout) return;
+  a->warned = 1;
+  fprintf(stderr,
+          "libgpar: %s: collective %s (member %d, %zu elements) not complete after %.0f s: every member must issue "
+          "a communicator's collectives in the same order; the vendor library cannot cancel it and still waits\n",
+          dev->info.name, gpar__coll_names[a->kind] + 5, a->rank, a->count, waited);
+}
+
+/* A member joins even when its input failed (it still retires as GPAR_EDEPFAILED): the other
+ * members would wait for it forever. */
+static const gpar__op_kind kind_member = {.name = "collective",
+                                          .run = member_run,
+                                          .pending = member_pending,
+                                          .flags = GPAR__KIND_RUNS_ON_FAILED_INPUT | GPAR__KIND_TIMED};
+
+static int reduce_run(gpar__device *dev, gpar__op *op) {
+  if (!dev->ops->reduce) return gpar__errorf(GPAR_ENOTSUP, "%s: no CPU reduction", dev->ops->name);
+  return dev->ops->reduce(dev->bdev, gpar__op_args(op));
+}
+
+static void reduce_release(gpar__op *op) {
+  gpar__reduce_args *r = gpar__op_args(op);
+  free(r->src); /* dst lives in the same block */
+  r->src = NULL;
+}
+
+static const gpar__op_kind kind_reduce = {.name = "comm_reduce", .run = reduce_run, .release = reduce_release};
+
+/* ---------------------------------------------------------------- backend path */
+
+/* One member op per member, on its device's peer lane (NCCL's own stream per device; the
+ * engine joins it to the compute and copy lanes by events). All are built before any is
+ * submitted: a failure leaves nothing enqueued. */
+int gpar__comm_backend(gpar__comm *c, const gpar_coll *a, const gpar__comm_member *m) {
+  gpar_engine *eng = c->eng;
+  int st = GPAR_OK, n = 0;
+  gpar__op **ops = calloc((size_t)c->nlocal * 2, sizeof *ops), **kept = ops + c->nlocal;
+  if (!ops) return gpar__errorf(GPAR_ENOMEM, "out of host memory for an operation");
+  for (; n < c->nlocal && st == GPAR_OK; n++) {
+    gpar__buf *b = NULL, *tok = NULL;
+    gpar__op *op = ops[n] = gpar__op_new(eng, &kind_member, eng->devs[c->devs[n]], GPAR__LANE_PEER);
+    if (!op) {
+      st = GPAR_ENOMEM;
+      break;
+    }
+    if ((st = gpar__buf_get(eng, m[n].h, &b)) || (st = gpar__buf_get(eng, c->tokens[n], &tok))) {
+      if (b) gpar__buf_put(b);
+      n++;
+      break;
+    }
+    *(gpar__coll_args *)gpar__op_args(op) = (gpar__coll_args){(int)a->kind, c->bcomm, n, b->mem, m[n].off, a->count,
+                                                              (int)gpar_dtype_size(a->dtype), (int)a->op, a->root, 0};
+    int mode = a->kind == GPAR_COLL_BROADCAST && a->root == n ? GPAR__READ : GPAR__READ | GPAR__WRITE;
+    st = gpar__op_use(op, b, mode);
+    if (st == GPAR_OK)
+      st = gpar__op_use(op, tok, GPAR__WRITE);
+    else
+      gpar__buf_put(tok);
+  }
+  if (st != GPAR_OK) {
+    for (int i = 0; i < n; i++)
+      if (ops[i]) gpar__op_discard(ops[i]);
+  } else {
+    st = gpar__op_submit_all(ops, n, GPAR__SUBMIT_SYNC, kept);
+    for (int i = 0; i < n; i++) /* synchronous mode */
+      if (kept[i]) {
+        int s = gpar__op_wait(kept[i]);
+        if (st == GPAR_OK) st = s;
+      }
+  }
+  free(ops);
+  return st;
+}
+
+/* ---------------------------------------------------------------- staged path */
+
+/* The CPU reduction: reads srcs, writes the result buffer R and every host member, and the
+ * tokens. Sources and outputs are host pointers (offsets applied). */
+static int submit_reduce(gpar__comm *c, const gpar_coll *a, size_t count, const gpar_buffer *srcs, const size_t *soff,
+                         int nsrc, gpar_buffer r, const gpar__comm_member *m) {
+  gpar_engine *eng = c->eng;
+  void **src = malloc(sizeof *src * (size_t)(nsrc + c->nlocal + 1));
+  if (!src) return gpar__errorf(GPAR_ENOMEM, "out of host memory for an operation");
+  void **dst = src + nsrc;
+  int ndst = 0, st = GPAR_OK;
+  gpar__op *op = gpar__op_new(eng, &kind_reduce, eng->host_dev, GPAR__LANE_COMPUTE);
+  if (!op) {
+    free(src);
+    return GPAR_ENOMEM;
+  }
+  gpar__reduce_args *ra = gpar__op_args(op);
+  *ra = (gpar__reduce_args){(int)gpar_dtype_size(a->dtype), (int)a->op, count, nsrc, 0, src, dst};
+  gpar__buf *b;
+  if ((st = gpar__buf_get(eng, r, &b)) == GPAR_OK) {
+    dst[ndst++] = b->mem;
+    st = gpar__op_use(op, b, GPAR__WRITE);
+  }
+  for (int i = 0; i < nsrc && st == GPAR_OK; i++)
+    if ((st = gpar__buf_get(eng, srcs[i], &b)) == GPAR_OK) {
+      src[i] = (char *)b->mem + soff[i];
+      st = gpar__op_use(op, b, GPAR__READ);
+    }
+  for (int i = 0; i < c->nlocal && st == GPAR_OK; i++)
+    if (m[i].host && (st = gpar__buf_get(eng, m[i].h, &b)) == GPAR_OK) {
+      dst[ndst++] = (char *)b->mem + m[i].off;
+      st = gpar__op_use(op, b, GPAR__READ | GPAR__WRITE);
+    }
+  for (int i = 0; i < c->nlocal && st == GPAR_OK; i++)
+    if ((st = gpar__buf_get(eng, c->tokens[i], &b)) == GPAR_OK) st = gpar__op_use(op, b, GPAR__WRITE);
+  ra->ndst = ndst;
+  if (st != GPAR_OK) {
+    gpar__op_discard(op); /* frees src with the op (kind release) */
+    return st;
+  }
+  return gpar__api_submit(op);
+}
+
+/* Allreduce (and reduce-scatter, as an allreduce of the whole range) through host memory:
+ * device members' ranges are copied into staging, reduced on the CPU into R, and R copied back.
+ * Host members are read and written in place by the reduction. */
+static int staged_allreduce(gpar__comm *c, const gpar_coll *a, const gpar__comm_member *m) {
+  gpar_engine *eng = c->eng;
+  size_t es = gpar_dtype_size(a->dtype);
+  size_t count = a->count * (a->kind == GPAR_COLL_REDUCE_SCATTER ? (size_t)c->nmembers : 1), bytes = count * es;
+  int n = c->nlocal, st;
+  gpar_buffer r = {0}, *srcs = calloc((size_t)n, sizeof *srcs);
+  size_t *soff = calloc((size_t)n, sizeof *soff);
+  if (!srcs || !soff) {
+    free(srcs);
+    free(soff);
+    return gpar__errorf(GPAR_ENOMEM, "out of host memory");
+  }
+  st = gpar_buffer_create(eng, GPAR_HOST, bytes, &r);
+  for (int i = 0; i < n && st == GPAR_OK; i++) {
+    if (m[i].host) {
+      srcs[i] = m[i].h;
+      soff[i] = m[i].off;
+      continue;
+    }
+    if ((st = gpar_buffer_create(eng, GPAR_HOST, bytes, &srcs[i])) == GPAR_OK)
+      st = gpar_copy(srcs[i], 0, m[i].h, m[i].off, bytes);
+  }
+  if (st == GPAR_OK) st = submit_reduce(c, a, count, srcs, soff, n, r, m);
+  for (int i = 0; i < n && st == GPAR_OK; i++)
+    if (!m[i].host) st = gpar_copy(m[i].h, m[i].off, r, 0, bytes);
+  for (int i = 0; i < n; i++)
+    if (!m[i].host && srcs[i].id) gpar_buffer_release(srcs[i]); /* freed once their ops are done */
+  if (r.id) gpar_buffer_release(r);
+  free(srcs);
+  free(soff);
+  return st;
+}
+
+/* Broadcast and all-gather are copies between the members (gpar_copy picks peer, staged or
+ * host paths). */
+static int staged_copies(gpar__comm *c, const gpar_coll *a, const gpar__comm_member *m) {
+  size_t es = gpar_dtype_size(a->dtype), blk = a->count * es;
+  int st = GPAR_OK;
+  for (int i = 0; i < c->nlocal && st == GPAR_OK; i++)
+    for (int j = 0; j < c->nlocal && st == GPAR_OK; j++) {
+      if (i == j) continue;
+      if (a->kind == GPAR_COLL_BROADCAST && i == a->root)
+        st = gpar_copy(m[j].h, m[j].off, m[i].h, m[i].off, blk);
+      else if (a->kind == GPAR_COLL_ALL_GATHER)
+        st = gpar_copy(m[j].h, m[j].off + (size_t)i * blk, m[i].h, m[i].off + (size_t)i * blk, blk);
+    }
+  return st;
+}
+
+/* The staged path of a collective (comm.h). */
+int gpar__comm_staged(gpar__comm *c, const gpar_coll *a, const gpar__comm_member *m) {
+  int reduces = a->kind == GPAR_COLL_ALLREDUCE || a->kind == GPAR_COLL_REDUCE_SCATTER;
+  return reduces ? staged_allreduce(c, a, m) : staged_copies(c, a, m);
+}

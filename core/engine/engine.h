@@ -1,0 +1,551 @@
+/* engine.h: the engine layer, the bottom of core/ above backend.h. Engines and their devices,
+ * buffers and their handles, ops and the dependency engine that orders them by the buffers they
+ * declare, the threads that run them, waits, the pinned pool, traces, the clock and fault
+ * injection. The engine runs ops through their kind's table (gpar__op_kind) and never names a
+ * kind: the layers above define the kinds (api/: transfers, BLAS, fills, user functions;
+ * graph/: graph launches; comm/: collectives) and build ops through the calls below.
+ *
+ * Layers (core/README.md has the whole map): backend.h < engine/ < api/ < graph/, comm/ <
+ * lifecycle/. A file includes headers of its own layer and the ones below only (tests/layers.sh
+ * checks it, and checks with nm that no object calls up).
+ *
+ * Files of this layer, bottom first: error.c (messages), clock.c, fault.c (fault injection),
+ * handle.c (handle tables: {slot, serial}, never-reused serials, references), registry.c
+ * (engine slots, calls entering an engine), pinned.c (pinned host pool), buffer.c (buffers and
+ * their handles), op.c (ops: allocation, accesses, building, discarding), queue.c (ready
+ * queues), deps.c (linking, release, retirement, failure propagation), dispatch.c (CPU workers,
+ * GPU dispatchers), complete.c (GPU completion threads), wait.c (waiting for ops, buffers, all),
+ * trace.c (traces and the host-time breakdown).
+ *
+ * Lock order (outer before inner; "->" marks what may be taken while the line above is held):
+ *   gpar__registry_mu          engine slots; held alone (registry.c)
+ *   table->mu                  a handle table's growth and free list (handle.c); held alone
+ *   eng->mu                    the engine lock: dependency state of ops and buffers, stats, trace
+ *     -> dev->ready.mu         a ready queue (ops made ready under the engine lock)
+ *     -> eng->pinned.mu        pinned pool (staging freed at retirement)
+ *        -> backend locks      host_alloc / host_free under the pool lock
+ *     -> backend locks         mem_free when a retirement frees a buffer
+ *   dev->cmu                   completion FIFOs; never held together with eng->mu
+ *   eng->pinned.mu             also taken alone (allocation)
+ * Locks of the layers above (graph/, comm/) are never held while calling into the engine,
+ * except as their headers state. Every lock is taken and released in one function; a function
+ * that needs a lock held on entry ends in _locked. */
+#ifndef GPAR_CORE_ENGINE_H
+#define GPAR_CORE_ENGINE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "backend.h"
+
+#define GPAR__MAX_ENGINES 64
+#define GPAR__INLINE 4
+
+typedef struct gpar__op gpar__op;
+typedef struct gpar__buf gpar__buf;
+typedef struct gpar__device gpar__device;
+
+/* ---------------------------------------------------------------- op kinds */
+
+/* What the engine knows of a kind of op: how to run it and what it needs. Each feature defines
+ * its kinds as static tables (api/, graph/, comm/); the engine calls them and never looks at an
+ * op's payload. */
+typedef struct gpar__op_kind {
+  const char *name; /* for traces */
+  /* Run the op to completion (CPU device) or enqueue it on op->lane of dev (GPU device), from
+   * the device's worker or dispatcher thread. GPAR_OK or a failure (with gpar__errorf). */
+  int (*run)(gpar__device *dev, gpar__op *op);
+  /* Optional: free what the payload owns; called once, when the op retires or is discarded. */
+  void (*release)(gpar__op *op);
+  /* Optional: called by the device's completion thread while the op is still pending on the
+   * device, at most every few tens of microseconds (watchdogs). */
+  void (*pending)(gpar__device *dev, gpar__op *op);
+  /* Optional: whether a GPU backend's graph capture may take this op (graph/ asks; NULL: yes). */
+  int (*capturable)(const gpar__op *op);
+  unsigned flags; /* GPAR__KIND_* */
+} gpar__op_kind;
+
+enum {
+  /* Run even when an input failed (the op then still fails with GPAR_EDEPFAILED): members of a
+   * collective must join, or the other members wait for them forever. */
+  GPAR__KIND_RUNS_ON_FAILED_INPUT = 1,
+  /* Reads host memory when enqueued on backends that say h2d_reads_at_enqueue (a host-to-device
+   * copy on NVIDIA's OpenCL): producers must have retired, not just been enqueued. */
+  GPAR__KIND_READS_HOST_AT_ENQUEUE = 2,
+  /* Note the dispatch time in op->t_dispatch even without tracing (for `pending`). */
+  GPAR__KIND_TIMED = 4
+};
+
+/* ---------------------------------------------------------------- ops */
+
+/* Access modes of an op on a buffer. An op with per-buffer outcomes (op->partial) marks, per
+ * buffer it writes, that its write of that buffer failed or was skipped; the other buffers it
+ * writes succeeded (a graph launch, where one recorded op of many failed). */
+enum { GPAR__READ = 1, GPAR__WRITE = 2, GPAR__WRITE_FAILED = 4, GPAR__WRITE_SKIPPED = 8 };
+
+/* Edge flags between a producer and a consumer op. */
+enum {
+  GPAR__EDGE_DATA = 1,   /* the consumer reads what the producer wrote: failures propagate */
+  GPAR__EDGE_EVENT = 2   /* ordered on the device (consumer's lane waits on producer's event) */
+};
+
+/* Op lifecycle. Each step goes to the next state only (asserted). */
+enum {
+  GPAR__ST_NEW,        /* built, not submitted */
+  GPAR__ST_WAITING,    /* producers unmet */
+  GPAR__ST_READY,      /* in its device's queue */
+  GPAR__ST_DISPATCHED, /* enqueued on a lane, event recorded (or ran, on the CPU) */
+  GPAR__ST_DONE,       /* device finished; waits for its producers to retire */
+  GPAR__ST_RETIRED     /* finished, successors released */
+};
+
+typedef struct gpar__edge {
+  gpar__op *op;
+  int flags;
+} gpar__edge;
+
+/* Small vector with inline storage. */
+typedef struct gpar__edges {
+  int n, cap;
+  gpar__edge *v;
+  gpar__edge inl[GPAR__INLINE];
+} gpar__edges;
+
+typedef struct gpar__access {
+  gpar__buf *buf; /* the op holds a reference on it */
+  int mode;
+} gpar__access;
+
+/* Bytes of kind-specific arguments an op carries (the largest is a GEMM's). */
+#define GPAR__OP_PAYLOAD 144
+
+struct gpar__op {
+  const gpar__op_kind *kind;
+  gpar_engine *eng;
+  gpar__op *next;                     /* device queue / free list */
+  gpar__op *lane_next;                /* completion FIFO of its lane */
+  gpar__op *inflight_prev, *inflight_next; /* engine's in-flight list, submission order */
+  uint64_t seq;
+  int state;
+  int status;
+  atomic_int dep_failed;  /* a producer whose data this op reads failed */
+  int async_status;       /* failure reported by the device's event (completion thread) */
+  char *async_msg;
+  int refs;
+  int reported;        /* its status goes to the caller (gpar_read), not to gpar_wait_all */
+  int partial;         /* its failure is per buffer (the access marks); see GPAR__WRITE_FAILED */
+  int need_event;      /* dispatch: a consumer on another lane or device waits on its own event */
+  int unmet;           /* producers not yet dispatched (event edges) or retired (others) */
+  int unretired;       /* producers not yet retired */
+  int lane;
+  gpar__device *dev;
+  gpar__event *event;  /* recorded after the op on its lane, when anyone needs it */
+  gpar__op *cover;     /* else: a later op on the same lane whose event implies this one's */
+  gpar__event *start_event; /* tracing only */
+  gpar__edges prods;   /* producers (refs held until dispatch) */
+  gpar__edges succs;   /* consumers */
+  int nacc;
+  gpar__access acc[GPAR__INLINE];
+  gpar__access *acc_more;
+  void *owned_pinned;  /* pinned block freed when the op retires or is discarded (staging) */
+  char *errmsg;        /* detail of a failure */
+  double t_submit, t_dispatch, t_start, t_end; /* seconds, tracing */
+  /* Host-time breakdown (tracing): public call entered, ready, taken by a worker or dispatcher,
+   * run finished, completion seen under the engine lock. */
+  double t_call, t_ready, t_taken, t_ran, t_seen;
+  _Alignas(16) unsigned char payload[GPAR__OP_PAYLOAD]; /* the kind's arguments */
+};
+
+/* The kind's arguments of op (each kind checks its type's size against GPAR__OP_PAYLOAD). */
+static inline void *gpar__op_args(gpar__op *op) { return op->payload; }
+static inline const void *gpar__op_cargs(const gpar__op *op) { return op->payload; }
+
+/* Access i of op: the first GPAR__INLINE inline, the rest in acc_more. Like strchr, it takes a
+ * const op and returns a writable pointer, so that readers and writers share one accessor. */
+static inline gpar__access *gpar__op_access(const gpar__op *op, int i) {
+  return i < GPAR__INLINE ? (gpar__access *)&op->acc[i] : &op->acc_more[i - GPAR__INLINE];
+}
+
+/* ---------------------------------------------------------------- queues, devices, buffers */
+
+/* A multi-producer queue of ready ops consumed by one or more threads that spin briefly
+ * before sleeping. */
+typedef struct gpar__queue {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  gpar__op *head, *tail;
+  atomic_int count;
+  atomic_int spinners;  /* consumers spinning before they sleep */
+  int sleepers;
+  int waking;           /* a sleeper was signalled and has not run yet */
+  int stop;
+} gpar__queue;
+
+struct gpar__device {
+  int index;                   /* flat index */
+  int bidx;                    /* backend-local index */
+  const gpar__backend_ops *ops;
+  gpar__backend *be;
+  gpar__bdev *bdev;
+  gpar_device_props info;
+  gpar_engine *eng;
+  gpar__queue ready;
+  int nthreads;
+  pthread_t *threads;          /* dispatcher (GPU) or workers (CPU) */
+  /* completion (event backends): per-lane FIFO of dispatched ops */
+  pthread_t completer;
+  pthread_mutex_t cmu;
+  pthread_cond_t ccv;
+  gpar__op *lane_head[GPAR__NLANES], *lane_tail[GPAR__NLANES];
+  int cstop;
+  double trace_t0;             /* host time of trace_ref */
+  gpar__event *trace_ref;
+};
+
+struct gpar__buf {
+  uint64_t serial;             /* never reused in the process (handle check) */
+  uint32_t slot;               /* index in the engine's slot table */
+  gpar_engine *eng;
+  gpar__device *dev;           /* NULL: pinned host memory (GPAR_HOST) */
+  int host_memory;             /* 1 when host code can touch mem */
+  void *mem;                   /* device handle or host pointer */
+  size_t bytes;
+  atomic_int released;         /* the handle is released: no new lookup finds it */
+  /* References: 1 for the handle until released, 1 per op that accesses it until the op has
+   * retired or was discarded, 1 per lookup in progress (gpar__buf_get .. gpar__buf_put). The
+   * memory is freed when the last goes. */
+  atomic_long refs;
+  /* Dependency state (engine lock). */
+  gpar__op *writer;            /* last writer not yet retired */
+  int nreaders, capreaders;
+  gpar__op **readers;          /* readers since that write, not yet retired */
+  int status;                  /* status of the last retired writer */
+  char *errmsg;
+};
+
+/* Pinned host memory pool (pinned.c). A block is GPAR__PIN_HEADER bytes of bookkeeping, then
+ * what the caller asked for; sizes round up to a size class, so a staging chunk that should
+ * fill its class exactly asks for (class size - GPAR__PIN_HEADER). */
+#define GPAR__PIN_HEADER 256 /* keeps user pointers 256-byte aligned */
+#define GPAR__PIN_MAX_REG 3  /* backends that may register blocks (one per backend slot) */
+typedef struct gpar__pinned_pool {
+  pthread_mutex_t mu;
+  const gpar__backend_ops *ops; /* provider (NULL: plain aligned host memory) */
+  gpar__backend *be;
+  /* Every other open backend with host_register: each new block is registered with each. */
+  int nreg;
+  struct { const gpar__backend_ops *ops; gpar__backend *be; } reg[GPAR__PIN_MAX_REG];
+  unsigned long reg_failures; /* registrations refused (those blocks stay unregistered there) */
+  char reg_why[256];          /* the first refusal, for gpar_pinned_status */
+  void *free_lists[128];      /* by size class: 4 classes per power of two from 4 KiB */
+  size_t held, limit;
+} gpar__pinned_pool;
+
+typedef struct gpar__trace_rec {
+  const char *name;
+  int dev, lane;
+  double ts, dur, submit;
+  float phase[5]; /* microseconds: submit, hand-off, dispatch, completion, retire */
+} gpar__trace_rec;
+
+enum {
+  GPAR__FAULT_ALLOC, GPAR__FAULT_PINNED, GPAR__FAULT_COPY, GPAR__FAULT_GEMM, GPAR__FAULT_FILL,
+  GPAR__FAULT_USER, GPAR__FAULT_EVENT, GPAR__FAULT_COMPLETION, GPAR__FAULT_REGISTER, GPAR__FAULT_CAPTURE,
+  GPAR__FAULT_KINDS
+};
+
+/* Engine lifecycle (gpar_engine.state). */
+enum {
+  GPAR__ENG_FREE,    /* slot unused */
+  GPAR__ENG_INIT,    /* gpar_init is building it */
+  GPAR__ENG_OPEN,    /* accepting calls */
+  GPAR__ENG_CLOSING, /* gpar_shutdown drains: only calls from inside ops or nested calls enter */
+  GPAR__ENG_CLOSED   /* drained: every call is refused; threads are joined, memory freed */
+};
+
+/* Slot of a GPAR_BACKEND_* bit in gpar_engine.backend_why: host 0, cuda 1, opencl 2. */
+#define GPAR__BACKEND_SLOT(id) ((id) == GPAR_BACKEND_CUDA ? 1 : (id) == GPAR_BACKEND_OPENCL ? 2 : 0)
+
+struct gpar_engine {
+  /* Kept across the slot's lifetimes (never zeroed, the mutex never destroyed), because callers
+   * holding a stale handle may still touch them. */
+  atomic_int state;             /* GPAR__ENG_* */
+  _Atomic uint64_t serial;      /* never reused: the user's token carries it */
+  _Atomic uint64_t first_buf_serial; /* buffer serials of this lifetime start here */
+  atomic_long callers;          /* public calls inside (gpar__engine_enter/leave) */
+  pthread_mutex_t mu;           /* dependency bookkeeping */
+  pthread_cond_t retire_cv;
+  /* Per lifetime: zeroed by gpar_init from here on. */
+  int slot;
+  int nwaiters;
+  gpar_config cfg;
+  int ndev;
+  gpar__device **devs;
+  gpar__device *host_dev;
+  struct { const gpar__backend_ops *ops; gpar__backend *be; } backends[3];
+  int nbackends;
+  /* Backend status (gpar_backend_status): the backends the caller named (cfg.backends before
+   * defaults) and, per backend (GPAR__BACKEND_SLOT), why it has no device or why one of its
+   * devices was skipped. */
+  unsigned backends_named;
+  char backend_why[3][192];
+  /* Knobs with no gpar_config field, read from the environment at gpar_init by lifecycle/ (the
+   * one reader): GPAR_PINNED_PROVIDER=cuda|opencl|host ("" when unset), GPAR_COMM_STAGED=1
+   * (collectives always staged). */
+  char env_pinned_provider[16];
+  int env_comm_staged;
+  /* buffers */
+  gpar__buf **slots;
+  uint32_t nslots, capslots;
+  uint32_t *free_slots;
+  uint32_t nfree;
+  /* ops */
+  gpar__op *op_free;
+  gpar__op *inflight_head, *inflight_tail;
+  uint64_t seq;
+  int first_error;
+  char *first_errmsg;
+  gpar_stats stats;
+  atomic_long events_live;
+  atomic_ulong graph_native;    /* graph parts launched as a backend graph (counted by graph/) */
+  gpar__pinned_pool pinned;
+  /* tracing */
+  int tracing;                  /* 1: per-op timestamps (breakdown), 2: also a trace file */
+  double bd_sum[5];             /* breakdown sums (seconds), engine lock */
+  uint64_t bd_ops;
+  gpar__trace_rec *trace;
+  size_t ntrace, captrace;
+  double t0;
+  /* fault injection */
+  atomic_ulong fault_at[GPAR__FAULT_KINDS];
+};
+
+/* ---------------------------------------------------------------- error.c, clock.c, fault.c */
+
+GPAR__HIDDEN void gpar__set_quiet(int quiet);
+GPAR__HIDDEN const char *gpar__error_msg(void);
+GPAR__HIDDEN void gpar__set_error_msg(int status, const char *msg);
+/* Seconds on a monotonic clock. */
+GPAR__HIDDEN double gpar__now(void);
+/* GPAR_EFAULT (with its message) when the armed fault of this kind fires now, else GPAR_OK. */
+GPAR__HIDDEN int gpar__fault(gpar_engine *eng, int kind);
+/* Arm fault `kind` (its name) to fire at the nth later call; n = 0 disarms. */
+GPAR__HIDDEN int gpar__fault_arm(gpar_engine *eng, const char *kind, unsigned long n);
+
+/* ---------------------------------------------------------------- handle.c */
+
+/* A table of objects that users hold handles to: {slot, serial}. Serials count up per table and
+ * are never reused (at their end creation fails); a slot is reused once its object is gone.
+ * Lookups never block and never touch freed memory: the slots live in chunks that are only
+ * freed with the table, and a lookup takes a reference only while the slot still holds the
+ * object its serial names. One rule for graphs and communicators (engines and buffers carry
+ * their own slot + serial pairs, see registry.c and buffer.c). */
+#define GPAR__HANDLE_CHUNK 256
+typedef struct gpar__handle_slot {
+  _Atomic uint64_t serial; /* of the object in the slot; 0 when none */
+  atomic_long refs;        /* 1 for the handle while live, 1 per holder; 0: slot free */
+  atomic_int live;         /* the handle is valid (kill clears it) */
+  void *obj;
+  uint32_t next_free;      /* free list link: next free slot + 1 (table lock) */
+} gpar__handle_slot;
+typedef struct gpar__handle_table {
+  pthread_mutex_t mu;      /* growth and the free list */
+  uint32_t max_slots;      /* fixed bound (the handle encoding's slot bits) */
+  uint64_t max_serial;
+  uint64_t last_serial;
+  uint32_t nslots;         /* slots handed out so far */
+  uint32_t free_head;      /* first free slot + 1; 0: none */
+  _Atomic(gpar__handle_slot *) chunks[]; /* max_slots / GPAR__HANDLE_CHUNK entries */
+} gpar__handle_table;
+/* A table for at most max_slots live objects and max_serial serials; NULL without memory. */
+GPAR__HIDDEN gpar__handle_table *gpar__handle_table_new(uint32_t max_slots, uint64_t max_serial);
+/* Put obj in a free slot with a fresh serial (one reference: the handle's). */
+GPAR__HIDDEN int gpar__handle_add(gpar__handle_table *t, void *obj, uint32_t *slot, uint64_t *serial);
+/* The live object of {slot, serial} with a reference taken, or NULL. */
+GPAR__HIDDEN void *gpar__handle_get(gpar__handle_table *t, uint32_t slot, uint64_t serial);
+/* Drop a reference taken by gpar__handle_get (never the last one). */
+GPAR__HIDDEN void gpar__handle_put(gpar__handle_table *t, uint32_t slot);
+/* End a live handle (one caller wins): later gets fail. Returns the object, with a reference
+ * the caller now holds (the handle's), or NULL when it was not live. */
+GPAR__HIDDEN void *gpar__handle_kill(gpar__handle_table *t, uint32_t slot, uint64_t serial);
+/* The killer: wait until no other holder is left, then free the slot for another object (the
+ * caller frees the object once this returns). */
+GPAR__HIDDEN void gpar__handle_recycle(gpar__handle_table *t, uint32_t slot);
+/* The live object in slot i with a reference taken, or NULL; *serial is its serial. With
+ * gpar__handle_count (slots handed out so far) it walks every object (shutdown). */
+GPAR__HIDDEN void *gpar__handle_at(gpar__handle_table *t, uint32_t i, uint64_t *serial);
+GPAR__HIDDEN uint32_t gpar__handle_count(gpar__handle_table *t);
+
+/* ---------------------------------------------------------------- registry.c */
+
+/* Public entry points bracket their work with enter/leave: enter resolves the user's engine
+ * token (or an internal engine pointer), refuses a shut-down or stale one, and counts the call
+ * so gpar_shutdown frees nothing while a call is inside. While the engine drains, only calls
+ * from inside ops (gpar__in_op) or nested in an accepted call enter. */
+GPAR__HIDDEN gpar_engine *gpar__engine_enter(gpar_engine *eng, int *status);
+/* The engine a buffer handle names, entered as above (GPAR_EBADBUF when none). */
+GPAR__HIDDEN gpar_engine *gpar__engine_enter_buf(gpar_buffer h, int *status);
+GPAR__HIDDEN void gpar__engine_leave(gpar_engine *eng);
+/* The engine in slot s (0-based), or NULL. */
+GPAR__HIDDEN gpar_engine *gpar__engine_at(uint64_t s);
+/* The user's handle of an engine (its token). */
+GPAR__HIDDEN gpar_engine *gpar__engine_token(gpar_engine *eng);
+GPAR__HIDDEN gpar_engine *gpar__engine_claim(int *status);
+GPAR__HIDDEN void gpar__engine_release_slot(gpar_engine *eng);
+GPAR__HIDDEN int gpar__engine_begin_close(gpar_engine *eng);
+GPAR__HIDDEN void gpar__engine_wait_callers(gpar_engine *eng);
+/* The engine's lifetime is the one with this serial and it is open (or draining). */
+GPAR__HIDDEN int gpar__engine_is(gpar_engine *eng, uint64_t serial);
+GPAR__HIDDEN extern _Thread_local int gpar__in_op;
+GPAR__HIDDEN extern _Thread_local int gpar__depth; /* entered public calls on this thread */
+GPAR__HIDDEN extern _Thread_local double gpar__t_call; /* when this thread's public call entered (tracing) */
+/* Test hook (exported, not in gpar.h): set the next engine and buffer serials, to test the
+ * handle checks at the counters' end without running 2^57 lifetimes. */
+GPAR_API void gpar__test_set_serials(uint64_t next_engine, uint64_t next_buffer);
+
+/* ---------------------------------------------------------------- pinned.c */
+
+/* Pick the provider and the registering backends among eng's open devices (env
+ * GPAR_PINNED_PROVIDER overrides the choice) and set the pool up with eng->cfg.pinned_limit. */
+GPAR__HIDDEN void gpar__pinned_init(gpar_engine *eng);
+GPAR__HIDDEN int gpar__pinned_alloc(gpar_engine *eng, size_t bytes, void **ptr);
+GPAR__HIDDEN void gpar__pinned_free(gpar__pinned_pool *p, void *ptr);
+GPAR__HIDDEN void gpar__pinned_destroy(gpar__pinned_pool *p);
+
+/* ---------------------------------------------------------------- buffer.c */
+
+/* The user's handle of b. */
+GPAR__HIDDEN gpar_buffer gpar__buf_handle(const gpar__buf *b);
+/* Resolve a handle of engine eng and take a reference on the buffer (gpar__buf_put drops it,
+ * or an op takes it over: gpar__op_use). GPAR_EENGINE for a live handle of another engine,
+ * GPAR_EBADBUF for anything else that is not a live buffer of eng. */
+GPAR__HIDDEN int gpar__buf_get(gpar_engine *eng, gpar_buffer h, gpar__buf **b);
+/* Drop a reference (the last one frees the memory); _locked: with the engine lock held. */
+GPAR__HIDDEN void gpar__buf_put(gpar__buf *b);
+GPAR__HIDDEN void gpar__buf_put_locked(gpar__buf *b);
+GPAR__HIDDEN void gpar__buf_ref(gpar__buf *b);
+/* Create a buffer of bytes on device dev (GPAR_HOST: pinned host memory). */
+GPAR__HIDDEN int gpar__buf_create(gpar_engine *eng, int dev, size_t bytes, gpar_buffer *buf);
+/* A buffer with no memory, for ordering only (tokens: ops that read or write it are ordered
+ * by it like by any buffer). */
+GPAR__HIDDEN int gpar__buf_create_token(gpar_engine *eng, gpar_buffer *buf);
+/* Release a handle: no new lookup finds it; the memory goes with the last reference. */
+GPAR__HIDDEN int gpar__buf_release(gpar_engine *eng, gpar_buffer h);
+/* Free every buffer left (shutdown: nothing in flight, no call inside). */
+GPAR__HIDDEN void gpar__buf_free_all(gpar_engine *eng);
+GPAR__HIDDEN uint64_t gpar__buf_serial_last(void);
+GPAR__HIDDEN void gpar__buf_serial_set(uint64_t next);
+
+/* ---------------------------------------------------------------- op.c: building ops
+ * The one way to build an op: gpar__op_new, then gpar__op_use for each buffer it accesses,
+ * then gpar__op_submit (which also takes ops a recording thread diverts) or gpar__op_discard.
+ * Arguments are checked before gpar__op_new; after it, only running out of memory fails. */
+
+/* A new op of kind on dev's lane, its payload zeroed; NULL (GPAR_ENOMEM) without memory. */
+GPAR__HIDDEN gpar__op *gpar__op_new(gpar_engine *eng, const gpar__op_kind *kind, gpar__device *dev, int lane);
+/* The op accesses b in mode (GPAR__READ / GPAR__WRITE); it takes over the caller's reference on
+ * b (a buffer named twice keeps one). On failure (no memory) the reference is dropped and the
+ * op must be discarded. */
+GPAR__HIDDEN int gpar__op_use(gpar__op *op, gpar__buf *b, int mode);
+/* The op accesses each of acc[0..n-1] (a union without duplicates, e.g. a graph part's): each
+ * buffer gets a new reference. On failure (no memory) the op must be discarded. */
+GPAR__HIDDEN int gpar__op_use_unique(gpar__op *op, const gpar__access *acc, int n);
+/* Discard an op never submitted: its buffer references, owned pinned block and payload
+ * (kind->release) go with it. */
+GPAR__HIDDEN void gpar__op_discard(gpar__op *op);
+/* Give up what the op owns besides buffers (kind->release, owned_pinned): once, at retirement
+ * or discard (engine-internal). */
+GPAR__HIDDEN void gpar__op_release_owned(gpar__op *op);
+
+/* ---------------------------------------------------------------- deps.c: submitting */
+
+/* A thread may divert the ops it submits on one engine to a sink instead of running them
+ * (graph recording). Its submissions go to take(); its waits are refused (GPAR_ERECORDING). */
+typedef struct gpar__op_sink {
+  gpar_engine *eng;
+  uint64_t serial;             /* the engine lifetime it diverts */
+  int (*take)(void *ctx, gpar__op *op); /* owns op from now on, even when it fails */
+  void *ctx;
+} gpar__op_sink;
+GPAR__HIDDEN extern _Thread_local gpar__op_sink gpar__sink;
+/* 1 when the calling thread's submissions on eng go to a sink. */
+static inline int gpar__sink_active(gpar_engine *eng) {
+  return gpar__sink.take && gpar__sink.eng == eng && gpar__sink.serial == atomic_load(&eng->serial);
+}
+
+enum {
+  GPAR__SUBMIT_KEEP = 1, /* keep a reference for gpar__op_wait */
+  GPAR__SUBMIT_SYNC = 2, /* in synchronous mode (cfg.synchronous, outside ops), keep one too */
+  GPAR__SUBMIT_NO_SINK = 4 /* run it even when the calling thread's submissions are diverted */
+};
+/* Submit a built op: link it behind the last writer and readers of each buffer it accesses and
+ * queue it when nothing holds it back; a diverted thread's op goes to its sink. GPAR_ESHUTDOWN
+ * (op discarded) once the engine has drained for shutdown. *kept (may be NULL with neither
+ * flag): the op with a reference for gpar__op_wait, or NULL. */
+GPAR__HIDDEN int gpar__op_submit(gpar__op *op, int flags, gpar__op **kept);
+/* Submit several ops at once: all are linked, or (engine shut down) none. */
+GPAR__HIDDEN int gpar__op_submit_all(gpar__op **ops, int n, int flags, gpar__op **kept);
+/* The status op leaves on buffer b that it writes, and its message (may be NULL). */
+GPAR__HIDDEN int gpar__op_write_status(const gpar__op *op, const gpar__buf *b, const char **msg);
+/* Record the first failure of an op; GPAR_EDEPFAILED keeps its short text. */
+GPAR__HIDDEN void gpar__op_fail(gpar__op *op, int status);
+GPAR__HIDDEN void gpar__op_ref(gpar__op *op);
+GPAR__HIDDEN void gpar__op_unref(gpar__op *op);
+/* Engine-internal (deps.c, dispatch.c, complete.c) under the engine lock. */
+GPAR__HIDDEN void gpar__op_set_state(gpar__op *op, int state);
+GPAR__HIDDEN void gpar__op_unref_locked(gpar_engine *eng, gpar__op *op);
+GPAR__HIDDEN void gpar__op_free_locked(gpar_engine *eng, gpar__op *op);
+/* The device has finished op: retire it (and what waited on it) once its producers have. */
+GPAR__HIDDEN void gpar__op_complete_locked(gpar_engine *eng, gpar__op *op, int status);
+/* op was dispatched on an event lane: release the consumers that wait on its event; those on
+ * `local` are appended to *local_tail (run next by that dispatcher), the others queued. */
+GPAR__HIDDEN void gpar__op_dispatched_locked(gpar_engine *eng, gpar__op *op, gpar__device *local, gpar__op ***local_tail);
+/* Free the op free list (shutdown: nothing in flight). */
+GPAR__HIDDEN void gpar__engine_drop_ops(gpar_engine *eng);
+
+/* ---------------------------------------------------------------- queue.c */
+
+GPAR__HIDDEN void gpar__queue_init(gpar__queue *q);
+GPAR__HIDDEN void gpar__queue_destroy(gpar__queue *q);
+GPAR__HIDDEN void gpar__queue_push(gpar__queue *q, gpar__op *op);
+GPAR__HIDDEN void gpar__queue_stop(gpar__queue *q);
+GPAR__HIDDEN gpar__op *gpar__queue_pop(gpar__queue *q, int all);
+
+/* ---------------------------------------------------------------- dispatch.c, complete.c */
+
+/* Start a device's threads (CPU workers, or a GPU's dispatcher and completion thread). */
+GPAR__HIDDEN int gpar__device_start(gpar__device *dev);
+GPAR__HIDDEN void gpar__device_join(gpar__device *dev);
+GPAR__HIDDEN gpar__event *gpar__op_done_event(const gpar__op *op);
+/* Ops finished by the calling thread (a chain by ->next, oldest first): their run status is in
+ * op->status (CPU ops, still READY) or op->async_status/async_msg (GPU ops, DISPATCHED). */
+GPAR__HIDDEN void gpar__complete_finished(gpar_engine *eng, gpar__op *ops);
+GPAR__HIDDEN void gpar__completer_hand(gpar__device *dev, gpar__op *group);
+GPAR__HIDDEN void *gpar__completer_main(void *arg);
+GPAR__HIDDEN void gpar__completer_stop(gpar__device *dev);
+
+/* ---------------------------------------------------------------- wait.c */
+
+/* Wait until op has retired; drop the reference the caller held; its status (message set). */
+GPAR__HIDDEN int gpar__op_wait(gpar__op *op);
+/* Wait for the last writer of b (a reference the caller holds); the status it left on b. */
+GPAR__HIDDEN int gpar__buf_wait(gpar_engine *eng, gpar__buf *b);
+/* Wait until every op submitted before the call has retired; the first error since the last
+ * such wait (reset). */
+GPAR__HIDDEN int gpar__wait_all(gpar_engine *eng);
+/* Wait until every op submitted before the call has retired; errors stay for the next. */
+GPAR__HIDDEN void gpar__wait_submitted(gpar_engine *eng);
+/* Wait until nothing is in flight, then close the engine to submissions (shutdown's drain);
+ * the first error not yet reported. */
+GPAR__HIDDEN int gpar__drain(gpar_engine *eng);
+
+/* ---------------------------------------------------------------- trace.c */
+
+GPAR__HIDDEN void gpar__trace_op_locked(gpar_engine *eng, gpar__op *op, double t_retired);
+GPAR__HIDDEN void gpar__trace_write(gpar_engine *eng);
+/* The breakdown's means so far (reset != 0 starts anew); GPAR_ENOTSUP without tracing. */
+GPAR__HIDDEN int gpar__breakdown(gpar_engine *eng, gpar_breakdown *bd, int reset);
+
+#endif
