@@ -200,9 +200,16 @@ extern const gpar__backend_ops gpar__host_backend GPAR__HIDDEN;
 extern const gpar__backend_ops gpar__cuda_backend GPAR__HIDDEN __attribute__((weak));
 extern const gpar__backend_ops gpar__opencl_backend GPAR__HIDDEN __attribute__((weak));
 
-/* Record a failure message for the calling thread and return status (printf-style). */
+/* Messages (core/error.c, the bottom of core/ with this header). Record a failure message for
+ * the calling thread and return status (printf-style). */
 GPAR__HIDDEN int gpar__errorf(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Diagnostics on stderr (e.g. "cuda: no device: cudaErrorInsufficientDriver"), unless quiet. */
 GPAR__HIDDEN void gpar__log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The calling thread's message (what gpar_last_error returns), set as is; the default text of
+ * status when msg is NULL or empty. */
+GPAR__HIDDEN const char *gpar__error_msg(void);
+GPAR__HIDDEN void gpar__set_error_msg(int status, const char *msg);
+/* Quiet diagnostics (gpar_config.quiet). */
+GPAR__HIDDEN void gpar__set_quiet(int quiet);
 
 #endif

@@ -278,7 +278,7 @@ GPAR_API int gpar_backend_status(gpar_engine *eng, int backend_id, int *ndev, co
  * valid until gpar_shutdown; any pointer may be NULL. */
 GPAR_API int gpar_pinned_status(gpar_engine *eng, int *provider, unsigned *registered, const char **reason);
 /* ---------------------------------------------------------------- communicators and collectives
- * (issue 15). A communicator is a set of member devices; a collective takes one buffer per member
+ * A communicator is a set of member devices; a collective takes one buffer per member
  * (bufs[i] on member i's device; on the CPU member a GPAR_HOST buffer is fine too), an element
  * offset per member (offs NULL: all 0) and an element count. It is ordered with every other op
  * on those buffers like any op: it starts once their earlier writers (and, for the buffers it
@@ -286,8 +286,11 @@ GPAR_API int gpar_pinned_status(gpar_engine *eng, int *provider, unsigned *regis
  * Rules:
  * - Collectives of one communicator run in the order they were issued, on every member, never
  *   reordered by the engine even when their inputs become ready in another order (each one
- *   writes a hidden per-member token). Across processes (gpar_mpi.h) every rank must issue the
- *   same collectives in the same order.
+ *   writes a hidden per-member token); one collective's members are issued together, so two
+ *   threads issuing collectives on one communicator never interleave them. Across processes
+ *   (gpar_mpi.h) every rank must issue the same collectives in the same order.
+ * - Collectives are not recorded into graphs: called while the thread records a graph on the
+ *   communicator's engine they return GPAR_ERECORDING, nothing issued.
  * - A failure (a vendor error, or an input whose writer failed) reaches the buffers the
  *   collective writes: gpar_wait on them reports it.
  * - A backend collective (NCCL) not complete after GPAR_COMM_TIMEOUT seconds (default 300) is
@@ -299,7 +302,8 @@ GPAR_API int gpar_pinned_status(gpar_engine *eng, int *provider, unsigned *regis
  *   device: the peer lane). Every other set (CPU, OpenCL, mixed, CUDA without NCCL) is staged
  *   through GPAR_HOST memory with the engine's copies and one reduction op on the CPU. */
 
-/* A communicator handle; a destroyed one is reported (GPAR_EINVAL), never dereferenced. */
+/* A communicator handle: a slot and a serial the process never reuses, so a destroyed, stale
+ * or foreign handle is refused (GPAR_EINVAL) forever, never dereferenced. */
 typedef struct gpar_comm {
   uint64_t id; /* opaque; 0 is never valid */
 } gpar_comm;
@@ -311,7 +315,10 @@ typedef enum { GPAR_SUM = 0, GPAR_MAX = 1, GPAR_MIN = 2 } gpar_redop;
 
 /* Create a communicator over ndevs distinct devices of eng (indices of the flat list). */
 GPAR_API int gpar_comm_create(gpar_engine *eng, const int *devs, int ndevs, gpar_comm *comm);
-/* Wait for the communicator's collectives, then free it; the handle is invalid at once. */
+/* The handle is invalid at once (new collectives on it get GPAR_EINVAL); then wait for the
+ * collectives already issued, and free the communicator with its NCCL or transport state.
+ * GPAR_EDEADLK from inside an op (it would wait for itself); GPAR_ESHUTDOWN while its engine
+ * shuts down (gpar_shutdown destroys the engine's communicators after its drain). */
 GPAR_API int gpar_comm_destroy(gpar_comm comm);
 /* Members in all (nmembers), and this process's members: global indices first_local ..
  * first_local + nlocal - 1 (one process: 0 and nmembers). Any pointer may be NULL. */
@@ -363,7 +370,7 @@ GPAR_API void *gpar_comm_transport_ctx(gpar_comm comm);
 GPAR_API int gpar_error_set(int status, const char *msg);
 /* Size in bytes of one element of dtype (0 for an unknown type). */
 GPAR_API size_t gpar_dtype_size(gpar_dtype dtype);
-/* ---- Per-op host-time breakdown (issue 11) ----------------------------------------------
+/* ---- Per-op host-time breakdown ---------------------------------------------------------
  * With tracing on (gpar_config.trace_path set; "" times ops without writing a trace file),
  * each retired op adds where its host time went. Means over the ops retired since the last
  * reset, in microseconds. The trace file carries the same phases per op (args.host_us). */
@@ -380,7 +387,7 @@ typedef struct gpar_breakdown {
  * GPAR_ENOTSUP (with the means so far, all zero) when tracing is off. */
 GPAR_API int gpar_breakdown_get(gpar_engine *eng, gpar_breakdown *bd, int reset);
 
-/* ---- Graphs: record once, replay many (issue 14) ----
+/* ---- Graphs: record once, replay many ----
  * Between gpar_graph_begin and gpar_graph_end, the ops that the calling thread submits to that
  * engine (gpar_copy, gpar_write, gpar_fill, gpar_sgemm/dgemm, gpar_submit) are checked as usual
  * (a bad op returns its status and is not recorded; recording goes on) and recorded, not run.
@@ -407,8 +414,10 @@ GPAR_API int gpar_breakdown_get(gpar_engine *eng, gpar_breakdown *bd, int reset)
  * injection (gpar_fault_inject) on copy/gemm/fill/user replays CUDA parts op by op, so faults
  * land on the op they name.
  * A graph keeps the memory of every buffer it uses alive until it is destroyed, even when the
- * buffer is released meanwhile. Graph handles are not thread-safe: launch and destroy one graph
- * from one thread at a time. */
+ * buffer is released meanwhile. A gpar_graph pointer is a handle (a slot and a serial the
+ * process never reuses), not an address: a destroyed, stale or foreign one is refused
+ * (GPAR_EINVAL) forever. Any thread may launch or destroy a graph, concurrently too: a launch
+ * that races a destroy is either refused (GPAR_EINVAL) or runs before the graph is freed. */
 typedef struct gpar_graph gpar_graph;
 
 /* Start recording the calling thread's ops on eng. GPAR_ERECORDING when this thread already
@@ -421,8 +430,9 @@ GPAR_API int gpar_graph_end(gpar_engine *eng, gpar_graph **graph);
 /* Run the whole recorded sequence, asynchronously (see above). Returns at once (in
  * synchronous mode: after it is done, with its status). GPAR_EINVAL on a destroyed graph. */
 GPAR_API int gpar_graph_launch(gpar_graph *graph);
-/* Wait for the graph's launches in flight, then free it and let go of its buffers.
- * GPAR_EINVAL on a graph destroyed already. gpar_shutdown destroys the engine's graphs. */
+/* The handle is invalid at once; then wait for the graph's launches in flight, free it and let
+ * go of its buffers. GPAR_EINVAL on a graph destroyed already; GPAR_EDEADLK from inside an op
+ * (it would wait for itself). gpar_shutdown destroys the engine's graphs after its drain. */
 GPAR_API int gpar_graph_destroy(gpar_graph *graph);
 
 #ifdef __cplusplus

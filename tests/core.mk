@@ -1,4 +1,4 @@
-# tests/core.mk: tests of the core's engine lifecycle and handles (issue 16): shutdown racing
+# tests/core.mk: tests of the core: engine lifecycle and handles: shutdown racing
 # submissions, stale handles at the serial counters' end, GEMM operand ranges.
 GPAR_TAP_TESTS += tests/shutdown tests/handles tests/breakdown
 tests_shutdown_SOURCES = tests/shutdown.c $(GPAR_TEST_HDRS)
@@ -7,3 +7,11 @@ tests_handles_SOURCES = tests/handles.c $(GPAR_TEST_HDRS)
 tests_handles_LDADD = libgpar.la
 tests_breakdown_SOURCES = tests/breakdown.c $(GPAR_TEST_HDRS)
 tests_breakdown_LDADD = libgpar.la
+# The layers of core/ (issue 19): includes, symbols (nm over the built objects) and an engine
+# that names no kind of op. tests/layers.sh says what it checks.
+TESTS += tests/layers.tap
+CLEANFILES += tests/layers.tap
+EXTRA_DIST += tests/layers.sh
+tests/layers.tap: Makefile
+	$(AM_V_GEN)$(MKDIR_P) tests && echo '#!/bin/sh' > $@ && \
+	  echo 'exec $(SHELL) "$(abs_top_srcdir)/tests/layers.sh" "$(abs_top_srcdir)" "$(abs_top_builddir)"' >> $@

@@ -9,7 +9,7 @@
  * lifecycle/. A file includes headers of its own layer and the ones below only (tests/layers.sh
  * checks it, and checks with nm that no object calls up).
  *
- * Files of this layer, bottom first: error.c (messages), clock.c, fault.c (fault injection),
+ * Files of this layer, bottom first: clock.c, fault.c (fault injection),
  * handle.c (handle tables: {slot, serial}, never-reused serials, references), registry.c
  * (engine slots, calls entering an engine), pinned.c (pinned host pool), buffer.c (buffers and
  * their handles), op.c (ops: allocation, accesses, building, discarding), queue.c (ready
@@ -17,7 +17,10 @@
  * GPU dispatchers), complete.c (GPU completion threads), wait.c (waiting for ops, buffers, all),
  * trace.c (traces and the host-time breakdown).
  *
- * Lock order (outer before inner; "->" marks what may be taken while the line above is held):
+ * Lock order, every mutex of core/ (outer before inner; "->" marks what may be taken while the
+ * line above is held):
+ *   c->issue_mu (comm/)        one collective's ops issued whole; the engine's locks below may be
+ *                              taken while it is held (submitting, and waiting in synchronous mode)
  *   gpar__registry_mu          engine slots; held alone (registry.c)
  *   table->mu                  a handle table's growth and free list (handle.c); held alone
  *   eng->mu                    the engine lock: dependency state of ops and buffers, stats, trace
@@ -322,11 +325,8 @@ struct gpar_engine {
   atomic_ulong fault_at[GPAR__FAULT_KINDS];
 };
 
-/* ---------------------------------------------------------------- error.c, clock.c, fault.c */
+/* ---------------------------------------------------------------- clock.c, fault.c */
 
-GPAR__HIDDEN void gpar__set_quiet(int quiet);
-GPAR__HIDDEN const char *gpar__error_msg(void);
-GPAR__HIDDEN void gpar__set_error_msg(int status, const char *msg);
 /* Seconds on a monotonic clock. */
 GPAR__HIDDEN double gpar__now(void);
 /* GPAR_EFAULT (with its message) when the armed fault of this kind fires now, else GPAR_OK. */

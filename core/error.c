@@ -1,10 +1,11 @@
 /* error.c: status names and descriptions (from the GPAR_STATUS_MAP X-macro), the per-thread
- * detailed message of the last failure, and diagnostics on stderr. */
+ * detailed message of the last failure, and diagnostics on stderr. With backend.h, the bottom
+ * of core/: backends and every layer above call it. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "engine/engine.h"
+#include "backend.h"
 
 static _Thread_local char gpar__msg[512];
 static int gpar__quiet;

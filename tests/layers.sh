@@ -1,0 +1,121 @@
+#!/bin/sh
+# tests/layers.sh SRCDIR BUILDDIR: the layers of core/ hold (TAP). Layers, bottom first:
+#   0 base       core/backend.h, core/error.c, and the backends (backends/*)
+#   1 engine     core/engine/
+#   2 api        core/api/
+#   3 graph|comm core/graph/ and core/comm/ (siblings: neither uses the other)
+#   4 lifecycle  core/lifecycle/
+# A file may use its own layer and the ones below only. Three checks:
+#  1. includes: every #include "..." of a core/ or backends/ file names a header of its own
+#     layer or below (a backend includes only backend.h, gpar.h and its own folder's headers);
+#     no core/ file includes a vendor header (CUDA, OpenCL, NCCL, MPI);
+#  2. symbols: no object of a layer refers (nm -u) to a symbol that an object of a higher or
+#     sibling layer defines, so no call goes up however it is spelled;
+#  3. the engine names no kind of op: no engine file mentions an op kind's argument type.
+set -u
+src=${1:?srcdir}
+build=${2:?builddir}
+n=0
+fails=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+notok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; }
+
+# Rank of a source path or of an include name as written in core/ (e.g. "engine/engine.h").
+rank_of() {
+  case $1 in
+  core/backend.h | core/error.c | backend.h | backends/*) echo 0 ;;
+  core/engine/* | engine/*) echo 1 ;;
+  core/api/* | api/*) echo 2 ;;
+  core/graph/* | graph/*) echo 3g ;;
+  core/comm/* | comm/*) echo 3c ;;
+  core/lifecycle/* | lifecycle/*) echo 4 ;;
+  *) echo none ;;
+  esac
+}
+# May layer $1 use layer $2?
+may_use() {
+  case $1$2 in
+  3g3c | 3c3g | none* | *none) return 1 ;;
+  esac
+  a=$(echo "$1" | tr -d gc)
+  b=$(echo "$2" | tr -d gc)
+  [ "$b" -le "$a" ]
+}
+
+# 1. includes
+bad=""
+cd "$src" || exit 1
+for f in core/backend.h core/error.c core/*/*.c core/*/*.h; do
+  [ -f "$f" ] || continue
+  me=$(rank_of "$f")
+  for inc in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f"); do
+    [ "$inc" = gpar.h ] && continue
+    them=$(rank_of "$inc")
+    if [ "$them" = none ]; then
+      bad="$bad $f:$inc(unknown)"
+    elif ! may_use "$me" "$them"; then
+      bad="$bad $f:$inc"
+    fi
+  done
+  if grep -Eq '^[[:space:]]*#[[:space:]]*include[[:space:]]*<(cuda|cublas|CL/|clblast|nccl|mpi)' "$f"; then
+    bad="$bad $f:vendor-header"
+  fi
+done
+for f in backends/*/*.c backends/*/*.h; do
+  [ -f "$f" ] || continue
+  dir=$(dirname "$f")
+  for inc in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f"); do
+    case $inc in
+    gpar.h | backend.h) ;;
+    *) [ -f "$dir/$inc" ] || bad="$bad $f:$inc" ;;
+    esac
+  done
+done
+if [ -z "$bad" ]; then ok "every include of core/ and backends/ names its own layer or one below"
+else notok "includes that go up a layer:$bad"; fi
+
+# 2. symbols, from the objects of the build (libtool keeps PIC objects in .libs/). An object's
+# source: its folder without .libs/, its name without the "<library>_la-" prefix, .c for .o;
+# objects whose source no longer exists (left by an older build) are skipped.
+source_of() {
+  d=$(dirname "$1" | sed 's|/\.libs$||; s|^\./||')
+  b=$(basename "$1" .o | sed 's/^[a-z_]*_la-//')
+  echo "$d/$b.c"
+}
+cd "$build" || exit 1
+objs=""
+for o in $(find core backends -name '*.o' 2>/dev/null | sort); do
+  [ -f "$src/$(source_of "$o")" ] && objs="$objs $o"
+done
+if [ -z "$objs" ]; then
+  notok "no objects under $build/core: build first"
+else
+  tmp=${TMPDIR:-/tmp}/gpar-layers.$$
+  mkdir -p "$tmp"
+  : >"$tmp/defs"
+  for o in $objs; do
+    r=$(rank_of "$(source_of "$o")")
+    nm --defined-only -g "$o" 2>/dev/null | awk -v r="$r" -v o="$o" 'NF==3 {print $3, r, o}' >>"$tmp/defs"
+  done
+  bad=""
+  for o in $objs; do
+    me=$(rank_of "$(source_of "$o")")
+    for sym in $(nm -u "$o" 2>/dev/null | awk '{print $2}' | grep '^gpar'); do
+      line=$(grep -m1 "^$sym " "$tmp/defs") || continue
+      them=$(echo "$line" | awk '{print $2}')
+      may_use "$me" "$them" || bad="$bad $(basename "$o"):$sym($(echo "$line" | awk '{print $3}'))"
+    done
+  done
+  rm -rf "$tmp"
+  if [ -z "$bad" ]; then ok "no object calls a function of a higher or sibling layer ($(echo $objs | wc -w) objects)"
+  else notok "calls that go up a layer:$bad"; fi
+fi
+
+# 3. the engine names no kind
+cd "$src" || exit 1
+hits=$(grep -nE 'gpar__(copy|gemm|coll|reduce)_args|GPAR__COPY_|gpar__graph|gpar__comm' core/engine/*.c core/engine/*.h 2>/dev/null)
+if [ -z "$hits" ]; then ok "no engine file names an op kind (argument types, copy kinds, graphs, communicators)"
+else notok "the engine names op kinds: $(echo "$hits" | head -5 | tr '\n' ' ')"; fi
+
+echo "1..$n"
+[ "$fails" -eq 0 ]
