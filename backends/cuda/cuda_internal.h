@@ -35,6 +35,7 @@ struct gpar__backend {
   int ndev;
   int tf32;
   int lt; /* 1: GEMMs through cached cublasLt plans (cuda_blas_lt.c); 0: cublasSgemm/Dgemm (GPAR_CUBLASLT=0) */
+  double comm_timeout; /* GPAR_COMM_TIMEOUT, seconds: the longest an NCCL call may stay in progress (cuda_nccl.c) */
 };
 
 /* cuBLAS workspace per device, set by us so cuBLAS never allocates (and synchronises) on its own;
@@ -220,6 +221,8 @@ GPAR__HIDDEN int gpar__cuda_graph_copy_ok(gpar__bdev *dev, const gpar__copy_args
 GPAR__HIDDEN int gpar__cuda_comm_create(gpar__backend *be, const int *bidx, int n, void **comm) __attribute__((weak));
 GPAR__HIDDEN int gpar__cuda_coll(gpar__bdev *dev, int lane, const gpar__coll_args *a) __attribute__((weak));
 GPAR__HIDDEN void gpar__cuda_comm_destroy(void *comm) __attribute__((weak));
+GPAR__HIDDEN int gpar__cuda_comm_check(void *comm) __attribute__((weak));
+GPAR__HIDDEN void gpar__cuda_comm_abort(void *comm) __attribute__((weak));
 
 /* ---- cuda_table.c: gpar__cuda_backend (core/backend.h) ---- */
 
