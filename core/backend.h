@@ -174,6 +174,12 @@ typedef struct gpar__backend_ops {
   int (*comm_create)(gpar__backend *be, const int *bidx, int n, void **comm);
   int (*coll)(gpar__bdev *dev, int lane, const gpar__coll_args *a);
   void (*comm_destroy)(void *comm);
+  /* Collective communicator health, any thread: GPAR_OK, or the communicator's failure
+   * (ncclCommGetAsyncError) as a status with gpar__errorf's message. */
+  int (*comm_check)(void *comm);
+  /* Abort every collective in flight on the communicator (ncclCommAbort on every member);
+   * returns when they are aborted, after which comm_destroy frees it. Any thread. */
+  void (*comm_abort)(void *comm);
   /* CPU reduction for staged collectives (host backend). */
   int (*reduce)(gpar__bdev *dev, const gpar__reduce_args *a);
   /* Graphs (optional; from the device's dispatcher thread). graph_begin starts capturing the

@@ -1,20 +1,8 @@
 /* cuda_blas_cublas.c: GEMM on CUDA: the per-device cuBLAS handle bound to the compute lane, its
- * workspace and math mode, the status mapping of cuBLAS errors, and the gemm entry, which runs
- * a GEMM through a cached cublasLt plan (cuda_blas_lt.c) and through cublasSgemm/Dgemm when
- * cublasLt has none or GPAR_CUBLASLT=0. */
+ * workspace and math mode, and the gemm entry, which runs a GEMM through a cached cublasLt plan
+ * (cuda_blas_lt.c) and through cublasSgemm/Dgemm when cublasLt has none or GPAR_CUBLASLT=0.
+ * Calls cuda_errors.c and cuda_blas_lt.c. */
 #include "cuda_internal.h"
-
-int gpar__cublas_check(cublasStatus_t s, const char *what) {
-  int st;
-  if (s == CUBLAS_STATUS_SUCCESS) return GPAR_OK;
-  switch (s) {
-  case CUBLAS_STATUS_ALLOC_FAILED: st = GPAR_EDEVMEM; break;
-  case CUBLAS_STATUS_INVALID_VALUE: st = GPAR_EINVAL; break;
-  case CUBLAS_STATUS_NOT_SUPPORTED: st = GPAR_ENOTSUP; break;
-  default: st = GPAR_EBACKEND; break;
-  }
-  return gpar__errorf(st, "%s: %s (%s)", what, cublasGetStatusName(s), cublasGetStatusString(s));
-}
 
 int gpar__cuda_blas_open(struct cuda_dev *d) {
   int st;

@@ -1,7 +1,8 @@
 /* cuda_blas_lt.c: sgemm/dgemm through cublasLt with a plan per shape (matmul descriptor, three
  * layouts, the heuristic's algorithm) cached per device, so that a repeated GEMM costs the
  * dispatcher one cublasLtMatmul (measured on H200: ~2 us less per call than cublasSgemm at
- * 64^3-256^3, bench/results/h200-x2-2026-11-30/probes.txt, probe 3). */
+ * 64^3-256^3, bench/results/h200-x2-2026-11-30/probes.txt, probe 3). Calls cuda_errors.c only; the
+ * workspace is the cuBLAS handle's (d->blas_ws, made before the plans' handle). */
 #include <string.h>
 
 #include "cuda_internal.h"

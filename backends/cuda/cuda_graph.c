@@ -5,7 +5,8 @@
  * as event dependencies. A launch is then one cudaGraphLaunch on the compute lane. cuBLAS and
  * cublasLt are captured as they are: both get an explicit workspace (cuda_blas_cublas.c,
  * cuda_blas_lt.c), which graphs need, since neither can allocate one during a capture; a
- * cublasLt plan first needed during a capture is made there (host work only). */
+ * cublasLt plan first needed during a capture is made there (host work only). Calls
+ * cuda_errors.c and cuda_device.c. */
 #include "cuda_internal.h"
 
 /* Thread-local mode: only the capturing dispatcher is barred from unsafe calls; the completion

@@ -1,7 +1,23 @@
-/* cuda_internal.h: the CUDA backend's private types (backend, device, event pool) and the calls
- * its files share: error checks and the one "switch to this device, then restore" bracket.
- * Included only by the .c files of backends/cuda (and files other features add there), never
- * by core/. */
+/* cuda_internal.h: the CUDA backend's private types (backend, device, event pool, cublasLt plans)
+ * and the calls its files share, listed file by file from the bottom layer up. Included only by
+ * the .c files of backends/cuda, never by core/.
+ *
+ * Layers (bottom first): cuda_errors.c cuda_device.c cuda_memory.c cuda_events.c cuda_blas_lt.c cuda_blas_cublas.c cuda_graph.c cuda_nccl.c cuda_table.c
+ *
+ * A file calls only into files listed before it (and cudart, cuBLAS, cublasLt, NCCL):
+ *   cuda_errors.c       cudart and cuBLAS/cublasLt statuses -> gpar statuses and messages
+ *   cuda_device.c       the device bracket; probe and device info; a device's lanes, private
+ *                       alloc stream, memory pool, peer access; thread binding; lane sync
+ *   cuda_memory.c       device and pinned host memory; copies and fills on a lane
+ *   cuda_events.c       the pooled events and the event entries
+ *   cuda_blas_lt.c      cublasLt plans cached per GEMM shape
+ *   cuda_blas_cublas.c  the cuBLAS handle and workspace, and the gemm entry (cublasLt plan, else
+ *                       cublasSgemm/Dgemm)
+ *   cuda_graph.c        CUDA graphs: stream capture of the lanes
+ *   cuda_nccl.c         NCCL collectives (built with NCCL only; keeps NCCL's own status mapping,
+ *                       so that cuda_errors.c builds without NCCL)
+ *   cuda_table.c        gpar__cuda_backend: the table, and device open/close, which put the
+ *                       layers together */
 #ifndef GPAR_CUDA_INTERNAL_H
 #define GPAR_CUDA_INTERNAL_H
 
@@ -19,6 +35,7 @@ struct gpar__backend {
   int ndev;
   int tf32;
   int lt; /* 1: GEMMs through cached cublasLt plans (cuda_blas_lt.c); 0: cublasSgemm/Dgemm (GPAR_CUBLASLT=0) */
+  double comm_timeout; /* GPAR_COMM_TIMEOUT, seconds: the longest an NCCL call may stay in progress (cuda_nccl.c) */
 };
 
 /* cuBLAS workspace per device, set by us so cuBLAS never allocates (and synchronises) on its own;
@@ -87,7 +104,7 @@ struct cuda_dev {
   pthread_mutex_t ev_lock;
   struct cuda_event_pool ev_pool[2]; /* [0]: timing disabled, [1]: timing */
   uint64_t peer_on;   /* bit j: this device has peer access to device ordinal j enabled (j < 64) */
-  cudaEvent_t join_ev; /* cuda_graph.c: joins lanes back into a capture that is discarded */
+  cudaEvent_t join_ev; /* cuda_graph.c: joins lanes back into a capture that is discarded (made with the lanes) */
 };
 
 /* 1 when d has peer access to device ordinal peer enabled (peer copies are then plain UVA
@@ -101,10 +118,14 @@ struct gpar__bdev {
   struct cuda_dev d;
 };
 
-/* ---- cuda_backend.c ---- */
+/* ---- cuda_errors.c ---- */
 
 /* GPAR_OK on cudaSuccess; else clear the thread's last error and report "what: name (text)". */
 GPAR__HIDDEN int gpar__cuda_check(cudaError_t e, const char *what);
+/* GPAR_OK or the failure of a cuBLAS / cublasLt call, reported as "what: name (text)". */
+GPAR__HIDDEN int gpar__cublas_check(cublasStatus_t s, const char *what);
+
+/* ---- cuda_device.c ---- */
 
 /* The device bracket: every switch of the calling thread's current device outside the
  * dispatcher's bind_thread goes through it, so the caller's device is what it was afterwards.
@@ -117,18 +138,52 @@ GPAR__HIDDEN int gpar__cuda_check(cudaError_t e, const char *what);
 GPAR__HIDDEN int gpar__cuda_enter(const struct cuda_dev *d, int *prev);
 GPAR__HIDDEN void gpar__cuda_exit(const struct cuda_dev *d, int prev);
 
-/* ---- cuda_blas_cublas.c ---- */
+/* The backend's probe entries: open (count devices; no device is GPAR_ENODEV), close,
+ * device_info, peer_ok, can_wait. */
+GPAR__HIDDEN int gpar__cuda_open(const gpar_config *cfg, gpar__backend **be, int *ndev);
+GPAR__HIDDEN void gpar__cuda_close(gpar__backend *be);
+GPAR__HIDDEN int gpar__cuda_device_info(gpar__backend *be, int idx, struct gpar_device_info *info);
+GPAR__HIDDEN int gpar__cuda_peer_ok(gpar__backend *be, int src_idx, int dst_idx);
+GPAR__HIDDEN int gpar__cuda_can_wait(gpar__backend *be, int producer_idx, int consumer_idx);
 
-/* Create d's cuBLAS handle on its compute lane with its own workspace (d current). */
-GPAR__HIDDEN int gpar__cuda_blas_open(struct cuda_dev *d);
-/* Destroy what gpar__cuda_blas_open made (d current; lanes idle). Safe on a partial open. */
-GPAR__HIDDEN void gpar__cuda_blas_close(struct cuda_dev *d);
-/* The backend's gemm entry (cublasLt or cuBLAS on the compute lane). */
-GPAR__HIDDEN int gpar__cuda_gemm(gpar__bdev *dev, int lane, const gpar__gemm_args *a);
-/* The backend's gemm_counts entry: GEMMs run through a cublasLt plan and by cublasSgemm/Dgemm. */
-GPAR__HIDDEN void gpar__cuda_gemm_counts(gpar__bdev *dev, uint64_t *planned, uint64_t *fallback);
-/* GPAR_OK or the failure of a cuBLAS / cublasLt call, reported as "what: name (text)". */
-GPAR__HIDDEN int gpar__cublas_check(cublasStatus_t s, const char *what);
+/* d's own resources (d current, d->be and d->ordinal set): peer access, lanes, the private
+ * alloc stream, the default memory pool's threshold and peers' access, the join event. On
+ * failure what was made stays for gpar__cuda_dev_fini. */
+GPAR__HIDDEN int gpar__cuda_dev_init(struct cuda_dev *d);
+/* Wait for d's lanes and alloc stream (d current). */
+GPAR__HIDDEN void gpar__cuda_dev_quiesce(struct cuda_dev *d);
+/* Free what gpar__cuda_dev_init made (d current, lanes idle); safe on a partial init. */
+GPAR__HIDDEN void gpar__cuda_dev_fini(struct cuda_dev *d);
+/* The backend's bind_thread, native and lane_sync entries. */
+GPAR__HIDDEN int gpar__cuda_bind_thread(gpar__bdev *dev);
+GPAR__HIDDEN int gpar__cuda_native(gpar__bdev *dev, int lane, gpar_native *out);
+GPAR__HIDDEN int gpar__cuda_lane_sync(gpar__bdev *dev, int lane);
+
+/* ---- cuda_memory.c: the backend's memory, copy and fill entries ---- */
+
+GPAR__HIDDEN int gpar__cuda_mem_alloc(gpar__bdev *dev, size_t bytes, void **mem);
+GPAR__HIDDEN void gpar__cuda_mem_free(gpar__bdev *dev, void *mem);
+GPAR__HIDDEN int gpar__cuda_host_alloc(gpar__backend *be, size_t bytes, void **ptr);
+GPAR__HIDDEN void gpar__cuda_host_free(gpar__backend *be, void *ptr);
+GPAR__HIDDEN int gpar__cuda_host_register(gpar__backend *be, void *ptr, size_t bytes, void **token);
+GPAR__HIDDEN void gpar__cuda_host_unregister(gpar__backend *be, void *token);
+GPAR__HIDDEN int gpar__cuda_copy(gpar__bdev *dev, int lane, const gpar__copy_args *a);
+GPAR__HIDDEN int gpar__cuda_fill(gpar__bdev *dev, int lane, void *mem, size_t off, size_t bytes, unsigned char value);
+
+/* ---- cuda_events.c ---- */
+
+/* d's event pools: init (the lock; first thing of a device open) and fini (every pooled event
+ * and the lock; last thing of a close) pair up; prefill creates events up front (d current). */
+GPAR__HIDDEN void gpar__cuda_events_init(struct cuda_dev *d);
+GPAR__HIDDEN int gpar__cuda_events_prefill(struct cuda_dev *d);
+GPAR__HIDDEN void gpar__cuda_events_fini(struct cuda_dev *d);
+/* The backend's event entries. */
+GPAR__HIDDEN int gpar__cuda_event_record(gpar__bdev *dev, int lane, unsigned flags, gpar__event **evp);
+GPAR__HIDDEN int gpar__cuda_event_wait(gpar__bdev *dev, int lane, gpar__event *ev);
+GPAR__HIDDEN int gpar__cuda_event_query(gpar__event *ev);
+GPAR__HIDDEN int gpar__cuda_event_sync(gpar__event *ev);
+GPAR__HIDDEN void gpar__cuda_event_release(gpar__event *ev);
+GPAR__HIDDEN int gpar__cuda_event_elapsed(gpar__event *start, gpar__event *end, double *ms);
 
 /* ---- cuda_blas_lt.c: GEMM through cublasLt plans cached per shape ---- */
 
@@ -141,11 +196,17 @@ GPAR__HIDDEN void gpar__cuda_lt_close(struct cuda_dev *d);
  * uses cublasSgemm/Dgemm); no allocation or synchronisation, so it can be captured in a graph. */
 GPAR__HIDDEN int gpar__cuda_lt_gemm(struct cuda_dev *d, const gpar__gemm_args *a, int *ran);
 
-/* ---- cuda_nccl.c (built with NCCL only: weak, NULL otherwise) ---- */
+/* ---- cuda_blas_cublas.c ---- */
 
-GPAR__HIDDEN int gpar__cuda_comm_create(gpar__backend *be, const int *bidx, int n, void **comm) __attribute__((weak));
-GPAR__HIDDEN int gpar__cuda_coll(gpar__bdev *dev, int lane, const gpar__coll_args *a) __attribute__((weak));
-GPAR__HIDDEN void gpar__cuda_comm_destroy(void *comm) __attribute__((weak));
+/* Create d's cuBLAS handle on its compute lane with its own workspace, and its cublasLt handle
+ * unless GPAR_CUBLASLT=0 (d current). */
+GPAR__HIDDEN int gpar__cuda_blas_open(struct cuda_dev *d);
+/* Destroy what gpar__cuda_blas_open made (d current; lanes idle). Safe on a partial open. */
+GPAR__HIDDEN void gpar__cuda_blas_close(struct cuda_dev *d);
+/* The backend's gemm entry (cublasLt or cuBLAS on the compute lane). */
+GPAR__HIDDEN int gpar__cuda_gemm(gpar__bdev *dev, int lane, const gpar__gemm_args *a);
+/* The backend's gemm_counts entry: GEMMs run through a cublasLt plan and by cublasSgemm/Dgemm. */
+GPAR__HIDDEN void gpar__cuda_gemm_counts(gpar__bdev *dev, uint64_t *planned, uint64_t *fallback);
 
 /* ---- cuda_graph.c: the backend's graph entries (stream capture of the lanes) ---- */
 
@@ -154,5 +215,15 @@ GPAR__HIDDEN int gpar__cuda_graph_end(gpar__bdev *dev, int lane, void **graph);
 GPAR__HIDDEN int gpar__cuda_graph_launch(gpar__bdev *dev, int lane, void *graph);
 GPAR__HIDDEN void gpar__cuda_graph_destroy(gpar__bdev *dev, void *graph);
 GPAR__HIDDEN int gpar__cuda_graph_copy_ok(gpar__bdev *dev, const gpar__copy_args *a);
+
+/* ---- cuda_nccl.c (built with NCCL only: weak, NULL otherwise): the collective entries ---- */
+
+GPAR__HIDDEN int gpar__cuda_comm_create(gpar__backend *be, const int *bidx, int n, void **comm) __attribute__((weak));
+GPAR__HIDDEN int gpar__cuda_coll(gpar__bdev *dev, int lane, const gpar__coll_args *a) __attribute__((weak));
+GPAR__HIDDEN void gpar__cuda_comm_destroy(void *comm) __attribute__((weak));
+GPAR__HIDDEN int gpar__cuda_comm_check(void *comm) __attribute__((weak));
+GPAR__HIDDEN void gpar__cuda_comm_abort(void *comm) __attribute__((weak));
+
+/* ---- cuda_table.c: gpar__cuda_backend (core/backend.h) ---- */
 
 #endif

@@ -1,7 +1,9 @@
-# backends/cuda/local.mk: the CUDA backend (plain C over cudart + cuBLAS + cublasLt), built when configure
-# found the toolkit.
-CUDA_SOURCES = backends/cuda/cuda_internal.h backends/cuda/cuda_backend.c backends/cuda/cuda_blas_cublas.c \
-	backends/cuda/cuda_blas_lt.c backends/cuda/cuda_graph.c
+# backends/cuda/local.mk: the CUDA backend (plain C over cudart + cuBLAS + cublasLt, and NCCL when
+# found), built when configure found the toolkit. Sources in layer order, bottom first
+# (cuda_internal.h lists the layers).
+CUDA_SOURCES = backends/cuda/cuda_internal.h backends/cuda/cuda_errors.c backends/cuda/cuda_device.c \
+	backends/cuda/cuda_memory.c backends/cuda/cuda_events.c backends/cuda/cuda_blas_lt.c \
+	backends/cuda/cuda_blas_cublas.c backends/cuda/cuda_graph.c backends/cuda/cuda_table.c
 EXTRA_DIST += $(CUDA_SOURCES) backends/cuda/cuda_nccl.c
 if HAVE_CUDA
 noinst_LTLIBRARIES += libgpar_cuda.la
@@ -18,4 +20,3 @@ libgpar_la_LIBADD += $(NCCL_LIBS)
 libgpar_la_LDFLAGS += $(NCCL_LDFLAGS)
 endif
 endif
-

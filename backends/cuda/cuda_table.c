@@ -1,0 +1,94 @@
+/* cuda_table.c: the CUDA backend's top layer: gpar__cuda_backend, the table the core drives, and
+ * device open/close, which put a device together from the layers below (its own resources,
+ * cuBLAS and cublasLt, the event pools) and take it apart in reverse. */
+#include <stdlib.h>
+
+#include "cuda_internal.h"
+
+/* Everything a device holds, whatever open got to: lanes idle first, then cuBLAS (bound to the
+ * compute lane), the device's own resources, the event pools (their lock last). d current. */
+static void cuda_dev_destroy(struct cuda_dev *d) {
+  gpar__cuda_dev_quiesce(d);
+  gpar__cuda_blas_close(d);
+  gpar__cuda_dev_fini(d);
+  gpar__cuda_events_fini(d);
+}
+
+/* Opens device idx from any thread: the caller's current device is restored (the bracket). */
+static int cuda_device_open(gpar__backend *be, int idx, gpar__bdev **devp) {
+  int st, prev;
+  gpar__bdev *dev = calloc(1, sizeof *dev);
+  if (!dev) return gpar__errorf(GPAR_ENOMEM, "cuda: out of host memory for device %d", idx);
+  struct cuda_dev *d = &dev->d;
+  d->be = be;
+  d->ordinal = idx;
+  gpar__cuda_events_init(d);
+
+  if ((st = gpar__cuda_enter(d, &prev))) {
+    gpar__cuda_events_fini(d);
+    free(dev);
+    return st;
+  }
+  if ((st = gpar__cuda_dev_init(d)) || (st = gpar__cuda_blas_open(d)) || (st = gpar__cuda_events_prefill(d))) {
+    cuda_dev_destroy(d);
+    gpar__cuda_exit(d, prev);
+    free(dev);
+    return st;
+  }
+  gpar__cuda_exit(d, prev);
+  *devp = dev;
+  return GPAR_OK;
+}
+
+/* Called after every lane is idle and every event was released. */
+static void cuda_device_close(gpar__bdev *dev) {
+  if (!dev) return;
+  int prev;
+  int entered = gpar__cuda_enter(&dev->d, &prev) == GPAR_OK;
+  cuda_dev_destroy(&dev->d); /* best effort even when the switch failed */
+  if (entered) gpar__cuda_exit(&dev->d, prev);
+  (void)cudaGetLastError();
+  free(dev);
+}
+
+const gpar__backend_ops gpar__cuda_backend = {
+    .name = "cuda",
+    .id = GPAR_BACKEND_CUDA,
+    .ordered_by_events = 1,
+    .open = gpar__cuda_open,
+    .close = gpar__cuda_close,
+    .device_info = gpar__cuda_device_info,
+    .device_open = cuda_device_open,
+    .device_close = cuda_device_close,
+    .bind_thread = gpar__cuda_bind_thread,
+    .native = gpar__cuda_native,
+    .mem_alloc = gpar__cuda_mem_alloc,
+    .mem_free = gpar__cuda_mem_free,
+    .host_alloc = gpar__cuda_host_alloc,
+    .host_free = gpar__cuda_host_free,
+    .host_register = gpar__cuda_host_register,
+    .host_unregister = gpar__cuda_host_unregister,
+    .copy = gpar__cuda_copy,
+    .fill = gpar__cuda_fill,
+    .gemm = gpar__cuda_gemm,
+    .gemm_counts = gpar__cuda_gemm_counts,
+    .comm_create = gpar__cuda_comm_create,
+    .coll = gpar__cuda_coll,
+    .comm_destroy = gpar__cuda_comm_destroy,
+    .comm_check = gpar__cuda_comm_check,
+    .comm_abort = gpar__cuda_comm_abort,
+    .peer_ok = gpar__cuda_peer_ok,
+    .event_record = gpar__cuda_event_record,
+    .event_wait = gpar__cuda_event_wait,
+    .event_query = gpar__cuda_event_query,
+    .event_sync = gpar__cuda_event_sync,
+    .event_release = gpar__cuda_event_release,
+    .event_elapsed = gpar__cuda_event_elapsed,
+    .can_wait = gpar__cuda_can_wait,
+    .lane_sync = gpar__cuda_lane_sync,
+    .graph_begin = gpar__cuda_graph_begin,
+    .graph_end = gpar__cuda_graph_end,
+    .graph_launch = gpar__cuda_graph_launch,
+    .graph_destroy = gpar__cuda_graph_destroy,
+    .graph_copy_ok = gpar__cuda_graph_copy_ok,
+};
