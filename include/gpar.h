@@ -293,13 +293,18 @@ GPAR_API int gpar_pinned_status(gpar_engine *eng, int *provider, unsigned *regis
  *   communicator's engine they return GPAR_ERECORDING, nothing issued.
  * - A failure (a vendor error, or an input whose writer failed) reaches the buffers the
  *   collective writes: gpar_wait on them reports it.
- * - A backend collective (NCCL) not complete after GPAR_COMM_TIMEOUT seconds (default 300) is
- *   named on stderr; NCCL cannot cancel it, so it keeps waiting.
+ * - A backend collective (NCCL) that fails asynchronously (ncclCommGetAsyncError) or is not
+ *   complete after gpar_config.comm_timeout seconds (GPAR_COMM_TIMEOUT, default 300) is named on
+ *   stderr and its communicator is aborted (ncclCommAbort on every member, as PyTorch's watchdog
+ *   does): that collective fails with GPAR_ETIMEDOUT (or the failure) at the waits on the
+ *   buffers it writes, which are handed on only after the abort has returned; every later
+ *   collective on the communicator fails the same way; gpar_comm_destroy and gpar_shutdown
+ *   return.
  * - NCCL needs every GPU to enqueue the collectives it shares with other GPUs in one order:
  *   two communicators over the same GPUs must not have collectives in flight at once unless
  *   data orders them (e.g. the second reads what the first wrote), or NCCL may deadlock.
- * - Paths: CUDA members of one process with NCCL built use NCCL (ncclCommInitAll, one stream per
- *   device: the peer lane). Every other set (CPU, OpenCL, mixed, CUDA without NCCL) is staged
+ * - Paths: CUDA members of one process with NCCL built use NCCL (a non-blocking clique made with
+ *   ncclCommInitRankConfig, one stream per device: the peer lane). Every other set (CPU, OpenCL, mixed, CUDA without NCCL) is staged
  *   through GPAR_HOST memory with the engine's copies and one reduction op on the CPU. */
 
 /* A communicator handle: a slot and a serial the process never reuses, so a destroyed, stale

@@ -111,6 +111,34 @@ else
   else notok "calls that go up a layer:$bad"; fi
 fi
 
+# 4. inside a backend folder whose private header lists its files ("Layers (bottom first): a.c
+# b.c ..."), no object refers to a symbol defined by a file listed after its own.
+cd "$build" || exit 1
+for hdr in "$src"/backends/*/*_internal.h; do
+  order=$(sed -n 's/.*Layers (bottom first): *//p' "$hdr" | head -1)
+  [ -n "$order" ] || continue
+  dir=backends/$(basename "$(dirname "$hdr")")
+  bad=""
+  i=0
+  for f in $order; do
+    i=$((i + 1))
+    o=$(find "$dir" -name "*_la-${f%.c}.o" 2>/dev/null | head -1)
+    [ -n "$o" ] || continue
+    j=0
+    for g in $order; do
+      j=$((j + 1))
+      [ "$j" -gt "$i" ] || continue
+      og=$(find "$dir" -name "*_la-${g%.c}.o" 2>/dev/null | head -1)
+      [ -n "$og" ] || continue
+      for sym in $(nm -u "$o" | awk '{print $2}'); do
+        nm --defined-only -g "$og" | awk '{print $3}' | grep -qx "$sym" && bad="$bad $f:$sym($g)"
+      done
+    done
+  done
+  if [ -z "$bad" ]; then ok "$dir: no file calls a file listed above it ($order)"
+  else notok "$dir: calls up the backend's layers:$bad"; fi
+done
+
 # 3. the engine names no kind
 cd "$src" || exit 1
 hits=$(grep -nE 'gpar__(copy|gemm|coll|reduce)_args|GPAR__COPY_|gpar__graph|gpar__comm' core/engine/*.c core/engine/*.h 2>/dev/null)

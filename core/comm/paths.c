@@ -20,21 +20,36 @@ static int member_run(gpar__device *dev, gpar__op *op) {
   return dev->ops->coll(dev->bdev, op->lane, gpar__op_args(op));
 }
 
-/* Watchdog of backend collectives, called by the device's completion thread while the op is
- * pending: a collective that some member never joins (mismatched calls) waits forever inside
- * NCCL, which cannot cancel it. After gpar_config.comm_timeout seconds (GPAR_COMM_TIMEOUT,
- * default 300) it is named on stderr, once, so the hang is never silent. */
+/* Watchdog of backend collectives (PyTorch's model), called by the device's completion thread
+ * with no lock held while the op is pending: a collective that some member never joins
+ * (mismatched calls, a member whose input never comes) would wait forever inside NCCL. When
+ * the communicator reports a failure (comm_check: ncclCommGetAsyncError), or after
+ * gpar_config.comm_timeout seconds (GPAR_COMM_TIMEOUT, default 300), the watchdog names it on
+ * stderr once and aborts the communicator (comm_abort: ncclCommAbort on every member, which
+ * returns once its kernels have exited); the op's event then completes, and member_finished
+ * fails it (GPAR_ETIMEDOUT, or the failure), so its buffers are handed on only after the abort.
+ * A backend without comm_abort can only name it, and the collective keeps waiting. */
 static void member_pending(gpar__device *dev, gpar__op *op) {
   gpar__coll_args *a = gpar__op_args(op);
-  const double timeout = dev->eng->cfg.comm_timeout;
+  const gpar__backend_ops *ops = dev->ops;
   if (a->warned) return;
   double waited = gpar__now() - op->t_dispatch;
-  if (waited < timeout) return;
+  int failed = ops->comm_check && ops->comm_check(a->comm) != GPAR_OK;
+  if (!failed && waited < dev->eng->cfg.comm_timeout) return;
   a->warned = 1;
-  fprintf(stderr,
-          "libgpar: %s: collective %s (member %d, %zu elements) not complete after %.0f s: every member must issue "
-          "a communicator's collectives in the same order; the vendor library cannot cancel it and still waits\n",
-          dev->info.name, gpar__coll_names[a->kind] + 5, a->rank, a->count, waited);
+  fprintf(stderr, "libgpar: %s: collective %s (member %d, %zu elements) %s after %.1f s: %s\n", dev->info.name,
+          gpar__coll_names[a->kind] + 5, a->rank, a->count, failed ? "failed" : "not complete", waited,
+          ops->comm_abort ? "aborting its communicator (every member must issue a communicator's collectives in the "
+                            "same order)"
+                          : "the vendor library cannot cancel it and still waits");
+  if (ops->comm_abort) ops->comm_abort(a->comm);
+}
+
+/* A member whose event completed: its communicator may have been aborted meanwhile (its kernel
+ * then exits early and the event completes as if it ran). */
+static int member_finished(gpar__device *dev, gpar__op *op) {
+  gpar__coll_args *a = gpar__op_args(op);
+  return dev->ops->comm_check ? dev->ops->comm_check(a->comm) : GPAR_OK;
 }
 
 /* A member joins even when its input failed (it still retires as GPAR_EDEPFAILED): the other
@@ -42,6 +57,7 @@ static void member_pending(gpar__device *dev, gpar__op *op) {
 static const gpar__op_kind kind_member = {.name = "collective",
                                           .run = member_run,
                                           .pending = member_pending,
+                                          .finished = member_finished,
                                           .flags = GPAR__KIND_RUNS_ON_FAILED_INPUT | GPAR__KIND_TIMED};
 
 static int reduce_run(gpar__device *dev, gpar__op *op) {

@@ -65,8 +65,10 @@ void gpar__completer_hand(gpar__device *dev, gpar__op *group) {
   if (no_event) gpar__complete_finished(eng, no_event);
 }
 
-/* Take the finished heads of every lane, in lane order; *busy: lanes still running. */
-static gpar__op *take_done_locked(gpar__device *dev, int *busy) {
+/* Take the finished heads of every lane, in lane order; *busy: lanes still running. watch[l]:
+ * lane l's pending head when its kind watches pending ops (called after the lock is dropped:
+ * only this thread takes ops off the lanes, so it stays pending until then). */
+static gpar__op *take_done_locked(gpar__device *dev, int *busy, gpar__op **watch) {
   gpar__op *done = NULL, **done_tail = &done;
   *busy = 0;
   for (int l = 0; l < GPAR__NLANES; l++) {
@@ -75,7 +77,7 @@ static gpar__op *take_done_locked(gpar__device *dev, int *busy) {
       gpar__event *ev = gpar__op_done_event(op);
       int q = ev ? dev->ops->event_query(ev) : 1;
       if (q == 0) {
-        if (op->kind->pending) op->kind->pending(dev, op);
+        if (op->kind->pending) watch[l] = op;
         break;
       }
       dev->lane_head[l] = op->lane_next;
@@ -93,8 +95,17 @@ static gpar__op *take_done_locked(gpar__device *dev, int *busy) {
 
 /* Complete a pass's finished ops. The fault to inject and the device's failure are settled
  * here (their messages are this thread's), then the ops retire together. */
-static void complete_done(gpar_engine *eng, gpar__op *done) {
+static void complete_done(gpar__device *dev, gpar__op *done) {
+  gpar_engine *eng = dev->eng;
   for (gpar__op *op = done; op; op = op->next) {
+    if (op->kind->finished && op->async_status == GPAR_OK) { /* a failure only its kind sees */
+      int k = op->kind->finished(dev, op);
+      if (k != GPAR_OK) {
+        op->async_status = k;
+        free(op->async_msg);
+        op->async_msg = strdup(gpar__error_msg());
+      }
+    }
     int st = gpar__fault(eng, GPAR__FAULT_COMPLETION);
     if (eng->tracing) op->t_end = gpar__now();
     if (st != GPAR_OK && op->async_status == GPAR_OK) { /* applies where the device saw none */
@@ -112,17 +123,20 @@ void *gpar__completer_main(void *arg) {
   if (dev->ops->bind_thread) dev->ops->bind_thread(dev->bdev);
   for (;;) {
     int busy, stop;
+    gpar__op *watch[GPAR__NLANES] = {0};
     pthread_mutex_lock(&dev->cmu);
-    gpar__op *done = take_done_locked(dev, &busy);
+    gpar__op *done = take_done_locked(dev, &busy, watch);
     while (!done && !busy && !dev->cstop) {
       pthread_cond_wait(&dev->ccv, &dev->cmu);
-      done = take_done_locked(dev, &busy);
+      done = take_done_locked(dev, &busy, watch);
     }
     stop = !done && !busy && dev->cstop;
     pthread_mutex_unlock(&dev->cmu);
+    for (int l = 0; l < GPAR__NLANES; l++) /* watchdogs, outside every lock */
+      if (watch[l]) watch[l]->kind->pending(dev, watch[l]);
     if (stop) break;
     if (done) {
-      complete_done(dev->eng, done);
+      complete_done(dev, done);
     } else {
       struct timespec ts = {0, 20000};
       nanosleep(&ts, NULL);

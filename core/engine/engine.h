@@ -62,9 +62,13 @@ typedef struct gpar__op_kind {
   int (*run)(gpar__device *dev, gpar__op *op);
   /* Optional: free what the payload owns; called once, when the op retires or is discarded. */
   void (*release)(gpar__op *op);
-  /* Optional: called by the device's completion thread while the op is still pending on the
-   * device, at most every few tens of microseconds (watchdogs). */
+  /* Optional, GPU devices: called by the device's completion thread, with no lock held, while
+   * the op is still pending on the device, every few tens of microseconds (watchdogs). */
   void (*pending)(gpar__device *dev, gpar__op *op);
+  /* Optional, GPU devices: called by the completion thread, with no lock held, when the device
+   * reports the op done without error: a failure only the kind can see (a collective its
+   * library aborted), as a status with its message, or GPAR_OK. */
+  int (*finished)(gpar__device *dev, gpar__op *op);
   /* Optional: whether a GPU backend's graph capture may take this op (graph/ asks; NULL: yes). */
   int (*capturable)(const gpar__op *op);
   unsigned flags; /* GPAR__KIND_* */
