@@ -58,16 +58,26 @@ int gpar__op_write_status(const gpar__op *op, const gpar__buf *b, const char **m
   return GPAR_OK;
 }
 
-/* Whether consumer c, linked behind op by a data edge, reads what op failed to produce. */
-static int fails_reader(const gpar__op *op, const gpar__op *c) {
-  if (op->status == GPAR_OK) return 0;
-  if (!op->partial) return 1;
-  const char *msg;
-  for (int a = 0; a < c->nacc; a++) {
-    const gpar__access *acc = gpar__op_access(c, a);
-    if ((acc->mode & GPAR__READ) && gpar__op_write_status(op, acc->buf, &msg) != GPAR_OK) return 1;
-  }
+/* Whether op writes b. */
+static int op_writes(const gpar__op *op, const gpar__buf *b) {
+  for (int a = 0; a < op->nacc; a++)
+    if (gpar__op_access(op, a)->buf == b) return (gpar__op_access(op, a)->mode & GPAR__WRITE) != 0;
   return 0;
+}
+
+/* Consumer c, linked behind op by a data edge, reads what op failed to produce: mark each read
+ * access of c whose buffer op wrote and failed (GPAR__READ_FAILED) and the op as a whole
+ * (dep_failed). Nothing when op succeeded. */
+static void mark_failed_reads(const gpar__op *op, gpar__op *c) {
+  const char *msg;
+  if (op->status == GPAR_OK) return;
+  for (int a = 0; a < c->nacc; a++) {
+    gpar__access *acc = gpar__op_access(c, a);
+    if ((acc->mode & GPAR__READ) && op_writes(op, acc->buf) && gpar__op_write_status(op, acc->buf, &msg) != GPAR_OK) {
+      acc->mode |= GPAR__READ_FAILED;
+      atomic_store(&c->dep_failed, 1);
+    }
+  }
 }
 
 static void make_ready_locked(gpar__op *op) {
@@ -101,7 +111,7 @@ static int add_edge_locked(gpar__op *p, gpar__op *c, int data) {
   p->refs++;
   c->unretired++;
   if (!(flags & GPAR__EDGE_EVENT) || p->state < GPAR__ST_DISPATCHED) c->unmet++;
-  if (p->state >= GPAR__ST_DISPATCHED && data && fails_reader(p, c)) atomic_store(&c->dep_failed, 1);
+  if (p->state >= GPAR__ST_DISPATCHED && data) mark_failed_reads(p, c);
   return GPAR_OK;
 }
 
@@ -154,8 +164,10 @@ static void link_locked(gpar_engine *eng, gpar__op *op, int keep) {
     /* A read depends on the data of the last writer; a pure overwrite only follows it. */
     if (b->writer)
       st = add_edge_locked(b->writer, op, (a->mode & GPAR__READ) != 0);
-    else if ((a->mode & GPAR__READ) && b->status != GPAR_OK) /* its last writer failed */
+    else if ((a->mode & GPAR__READ) && b->status != GPAR_OK) { /* its last writer failed */
+      a->mode |= GPAR__READ_FAILED;
       atomic_store(&op->dep_failed, 1);
+    }
     if (a->mode & GPAR__WRITE) {
       for (int r = 0; r < b->nreaders && st == GPAR_OK; r++)
         if (b->readers[r] != op) st = add_edge_locked(b->readers[r], op, 0);
@@ -226,7 +238,7 @@ static void release_succs_locked(gpar__op *op, int retired, gpar__device *local,
   for (int i = 0; i < op->succs.n; i++) {
     gpar__op *c = op->succs.v[i].op;
     int flags = op->succs.v[i].flags;
-    if ((flags & GPAR__EDGE_DATA) && fails_reader(op, c)) atomic_store(&c->dep_failed, 1);
+    if (flags & GPAR__EDGE_DATA) mark_failed_reads(op, c);
     if ((flags & GPAR__EDGE_EVENT ? 0 : 1) == retired && --c->unmet == 0) {
       if (c->dev == local) { /* the dispatcher runs it next, ahead of its batch */
         gpar__op_set_state(c, GPAR__ST_READY);

@@ -89,8 +89,10 @@ enum {
 
 /* Access modes of an op on a buffer. An op with per-buffer outcomes (op->partial) marks, per
  * buffer it writes, that its write of that buffer failed or was skipped; the other buffers it
- * writes succeeded (a graph launch, where one recorded op of many failed). */
-enum { GPAR__READ = 1, GPAR__WRITE = 2, GPAR__WRITE_FAILED = 4, GPAR__WRITE_SKIPPED = 8 };
+ * writes succeeded (a graph launch, where one recorded op of many failed). The engine marks,
+ * before the op runs, each read whose buffer's last writer failed (GPAR__READ_FAILED; the op's
+ * dep_failed is then set): a kind that runs on failed input sees which inputs failed. */
+enum { GPAR__READ = 1, GPAR__WRITE = 2, GPAR__WRITE_FAILED = 4, GPAR__WRITE_SKIPPED = 8, GPAR__READ_FAILED = 16 };
 
 /* Edge flags between a producer and a consumer op. */
 enum {
@@ -471,12 +473,19 @@ typedef struct gpar__op_sink {
   gpar_engine *eng;
   uint64_t serial;             /* the engine lifetime it diverts */
   int (*take)(void *ctx, gpar__op *op); /* owns op from now on, even when it fails */
+  /* A call whose ops went to the sink failed after some of them were taken (a multi-chunk
+   * write): the sink must not keep a part of that call as if it succeeded. */
+  void (*call_failed)(void *ctx, int status);
   void *ctx;
 } gpar__op_sink;
 GPAR__HIDDEN extern _Thread_local gpar__op_sink gpar__sink;
 /* 1 when the calling thread's submissions on eng go to a sink. */
 static inline int gpar__sink_active(gpar_engine *eng) {
   return gpar__sink.take && gpar__sink.eng == eng && gpar__sink.serial == atomic_load(&eng->serial);
+}
+/* Tell the calling thread's sink on eng, if any, that a call failed part way (see above). */
+static inline void gpar__sink_call_failed(gpar_engine *eng, int status) {
+  if (gpar__sink_active(eng) && gpar__sink.call_failed) gpar__sink.call_failed(gpar__sink.ctx, status);
 }
 
 enum {

@@ -154,7 +154,7 @@ GPAR_API int gpar_graph_begin(gpar_engine *e) {
       if (g->fence.id) gpar__buf_release(eng, g->fence);
       free(g);
     } else {
-      gpar__sink = (gpar__op_sink){eng, atomic_load(&eng->serial), record_take, g};
+      gpar__sink = (gpar__op_sink){eng, atomic_load(&eng->serial), record_take, NULL, g};
     }
   }
   gpar__engine_leave(eng);
