@@ -1,6 +1,8 @@
 /* bench_meta.c: the provenance every gpar-bench JSON record carries, so that runs from other
- * backends and machines can be compared and reproduced: versions, devices, date, command. */
+ * backends and machines can be compared and reproduced: versions, devices, machine, date,
+ * command; and the record file itself (bench_json_write). */
 #include <cblas.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,4 +144,24 @@ void bench_meta_write(bench_ctx *ctx, FILE *f) {
     bench_meta_device(f, &ctx->seen[i], i);
   }
   fprintf(f, "]}");
+}
+
+/* The record file: {"subcommand":..., "meta":{...}, <body>}. */
+int bench_json_write(bench_ctx *ctx, const char *path, const char *body) {
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    fprintf(stderr, "gpar-bench: %s: %s\n", path, strerror(errno));
+    return -1;
+  }
+  fprintf(f, "{\"subcommand\":");
+  bench_json_string(f, ctx->o.subcommand);
+  fprintf(f, ",\"meta\":");
+  bench_meta_write(ctx, f);
+  fprintf(f, ",%s}\n", body);
+  int bad = ferror(f);
+  if (fclose(f) != 0 || bad) {
+    fprintf(stderr, "gpar-bench: writing %s failed\n", path);
+    return -1;
+  }
+  return 0;
 }

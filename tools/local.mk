@@ -8,10 +8,16 @@ tools_gpar_info_LDADD = libgpar.la
 
 # gpar-bench links the raw vendor baselines of the backends configure found (tools/raw.h:
 # weak symbols, NULL when a file is not built) and OpenBLAS for the host baseline.
-tools_gpar_bench_SOURCES = tools/gpar-bench.c tools/bench_common.h tools/bench_exp.c \
-	tools/bench_gemm.c tools/bench_trace.c tools/raw.h tools/bench_meta.c tools/bench_sweep.c \
-	tools/bench_chart.c tools/bench_report.c \
-	tools/bench_comm.c tools/raw_nccl.h
+# Files by layer: gpar-bench.c (main, options, the run's record) calls the subcommands
+# (bench_exp, bench_gemm, bench_overhead, bench_sweep, bench_report, bench_comm), which call the
+# shared helpers below them (bench_devices, bench_json, bench_meta, bench_chart, bench_trace,
+# bench_common) and the raw loops (raw_*.c); nothing calls back up into gpar-bench.c.
+tools_gpar_bench_SOURCES = tools/gpar-bench.c \
+	tools/bench_exp.c tools/bench_gemm.c tools/bench_overhead.c tools/bench_sweep.c \
+	tools/bench_report.c tools/bench_comm.c \
+	tools/bench_devices.c tools/bench_json.c tools/bench_meta.c tools/bench_chart.c \
+	tools/bench_trace.c tools/bench_common.c tools/bench_common.h \
+	tools/raw.h tools/raw_host.c tools/raw_nccl.h
 TOOLS_RAW_CPPFLAGS =
 TOOLS_RAW_LIBS =
 if HAVE_CUDA

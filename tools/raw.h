@@ -28,5 +28,7 @@ enum {
  * Returns 0, or -1 after printing the reason on stderr. */
 int gpar_raw_cuda(const gpar_raw_case *c, double *seconds) __attribute__((weak));
 int gpar_raw_opencl(const gpar_raw_case *c, double *seconds) __attribute__((weak));
+/* OpenBLAS on the calling thread (raw_host.c, always built): GPAR_RAW_GEMM on one device. */
+int gpar_raw_host(const gpar_raw_case *c, double *seconds);
 
 #endif
