@@ -15,6 +15,9 @@ typedef struct gpar_raw_case {
   int graph;       /* 1: capture the timed loop once per device into a CUDA graph (untimed),
                       then time one cudaGraphLaunch per device (CUDA only) */
   double *capture_seconds; /* graph: where to put capture + instantiation time (may be NULL) */
+  int lt;          /* 1: each GEMM is one cublasLtMatmul with a plan (descriptor, layouts, the
+                      heuristic's algorithm) made once per device and shape before the timed
+                      loop, instead of cublasSgemm (CUDA only) */
 } gpar_raw_case;
 
 enum {

@@ -15,8 +15,8 @@ static double raw_now(void) {
 }
 
 int gpar_raw_host(const gpar_raw_case *c, double *seconds) {
-  if (c->mode != GPAR_RAW_GEMM || c->ndev != 1) {
-    fprintf(stderr, "gpar-bench: raw host baseline: GEMM on one device only\n");
+  if (c->mode != GPAR_RAW_GEMM || c->ndev != 1 || c->lt || c->graph) {
+    fprintf(stderr, "gpar-bench: raw host baseline: GEMM on one device only (no cublasLt, no graph)\n");
     return -1;
   }
   size_t count = (size_t)c->n * c->n;
