@@ -17,6 +17,7 @@ typedef struct bench_opts {
   int tf32, pageable, raw, quiet;
   int graph;             /* --graph: time op-graph launches of the loops (gpar_graph_*) */
   int breakdown;         /* --breakdown (overhead) */
+  const char *workers;   /* --workers 2,4,8,16 (overhead): one engine per CPU worker count */
   const char *json_path, *trace_path, *svg_path;
   int all_backends;      /* --all-backends: open every backend, benchmark --backend's */
   const char *sizes;     /* sweep --sizes 64,128,... */
@@ -113,6 +114,8 @@ void bench_meta_collect(bench_ctx *ctx, gpar_engine *eng);
 void bench_meta_write(bench_ctx *ctx, FILE *f);
 /* One device as a JSON object. */
 void bench_meta_device(FILE *f, const gpar_device_props *p, int flat);
+/* "32 cores online (AMD EPYC 9654 96-Core Processor)": the machine a run states. */
+const char *bench_machine(char *buf, size_t len);
 /* "libgpar 0.1.0 (commit abc1234)" */
 const char *bench_version_string(void);
 
@@ -133,6 +136,10 @@ int bench_multi_device(bench_ctx *ctx); /* bench_exp.c */
 int bench_copy_overlap(bench_ctx *ctx); /* bench_exp.c */
 int bench_gemm(bench_ctx *ctx);         /* bench_gemm.c */
 int bench_overhead(bench_ctx *ctx);     /* bench_overhead.c */
+/* overhead --workers "2,4,8,16" -> asked[] (0: one worker per core); the count, or -1 after
+ * printing why. */
+#define BENCH_MAX_WORKER_COUNTS 16
+int bench_parse_workers(const char *spec, int *asked, int max);
 int bench_sweep(bench_ctx *ctx);  /* bench_sweep.c: opens its own engines */
 int bench_report(bench_ctx *ctx); /* bench_report.c (jansson) */
 
@@ -140,6 +147,9 @@ int bench_report(bench_ctx *ctx); /* bench_report.c (jansson) */
  * devices of ctx->o.backend (all of them when all_devices, else the first) or of `type` (-1:
  * the default preference for GPUs). Returns GPAR_OK or a status after printing why. */
 int bench_open(bench_ctx *ctx, const char *trace);
+/* The configuration bench_open uses: the environment's, then --tf32, the trace and the backend
+ * mask of --backend / --all-backends. */
+void bench_config(bench_ctx *ctx, gpar_config *cfg, const char *trace);
 int bench_select_devices(bench_ctx *ctx, int all_devices, int type);
 /* Backend names and ids: "host" <-> GPAR_BACKEND_HOST etc.; 0 / "?" when unknown. */
 int bench_backend_id(const char *name);

@@ -181,16 +181,20 @@ void bench_raw_missing(bench_ctx *ctx, int mode) {
 
 /* ---- engine ---- */
 
-int bench_open(bench_ctx *ctx, const char *trace) {
-  gpar_config cfg;
-  gpar_config_init(&cfg);
-  cfg.tf32 = ctx->o.tf32;
-  cfg.trace_path = trace;
+void bench_config(bench_ctx *ctx, gpar_config *cfg, const char *trace) {
+  gpar_config_init(cfg);
+  cfg->tf32 = ctx->o.tf32;
+  cfg->trace_path = trace;
   /* With --backend, open only that backend (and the host): GPAR_HOST memory is then pinned by
    * the backend under test. NVIDIA's OpenCL treats CUDA-pinned memory as pageable (13 GB/s
    * instead of 55 GB/s for D2H copies, measured on H200). --all-backends opens every one. */
   if (ctx->o.backend && bench_backend_id(ctx->o.backend) > 0 && !ctx->o.all_backends)
-    cfg.backends = GPAR_BACKEND_HOST | bench_backend_id(ctx->o.backend);
+    cfg->backends = GPAR_BACKEND_HOST | bench_backend_id(ctx->o.backend);
+}
+
+int bench_open(bench_ctx *ctx, const char *trace) {
+  gpar_config cfg;
+  bench_config(ctx, &cfg, trace);
   ctx->t_init = bench_now();
   int st = gpar_init(&ctx->eng, &cfg);
   if (st != GPAR_OK) return bench_fail("gpar_init", st);
@@ -200,4 +204,3 @@ int bench_open(bench_ctx *ctx, const char *trace) {
   bench_meta_collect(ctx, ctx->eng);
   return GPAR_OK;
 }
-

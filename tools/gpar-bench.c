@@ -65,8 +65,10 @@ static void usage(FILE *f) {
           "                run alone, copy alone, both overlapped (ratio to max(run,copy)+one chunk)\n"
           "  gemm          SGEMM rate through libgpar next to the vendor call (cuBLAS, CLBlast,\n"
           "                OpenBLAS) on the same shape\n"
-          "  overhead      engine cost per op on empty host ops (none, independent, chain, fan-in)\n"
-          "                next to a direct call and a thread hand-off; --iters = ops (1e6)\n"
+          "  overhead      engine cost per op on empty host ops (no buffers, independent over a\n"
+          "                64-buffer pool, chain, fan-in 8 -> 1) next to a direct call and a thread\n"
+          "                hand-off, in rounds (--repeat, default 5) that run them all in turn;\n"
+          "                --iters = ops per case and round (default 200000); --workers, --breakdown\n"
           "  sweep         multi-device and copy-overlap (with the raw loop) over a range of sizes,\n"
           "                on one backend (--backend) or on every device group of every backend;\n"
           "                prints a table, writes --json and an SVG chart (--svg)\n"
@@ -100,6 +102,9 @@ static void usage(FILE *f) {
           "                   captured CUDA graph of the raw loop next to the raw loop\n"
           "  --breakdown      overhead: per-op host time by phase (submit, hand-off, dispatch,\n"
           "                   completion, retire), timed by the engine's tracing (gpar_breakdown_get)\n"
+          "  --workers L      overhead: the cases at each CPU worker count of L, such as 2,4,8,16\n"
+          "                   (0: one per core), each on its own engine (gpar_config.host_threads)\n"
+          "                   opened for every round; prints the most / fewest workers ratio\n"
           "  --json FILE      machine-readable results with the versions, devices, date and\n"
           "                   command line\n"
           "  --trace FILE     Chrome trace-event JSON of every op (Perfetto, chrome://tracing)\n"
@@ -120,6 +125,8 @@ static void usage(FILE *f) {
           "Examples:\n"
           "  gpar-bench multi-device --backend cuda --raw --repeat 5\n"
           "\n"
+          "  gpar-bench overhead --backend host --workers 2,4,8,16 --breakdown\n"
+          "\n"
           "  POCL_DEVICES=\"pthread pthread\" gpar-bench sweep --backend opencl --json ocl.json --svg ocl.svg\n"
           "\n"
           "  gpar-bench report cuda.json ocl.json --outdir out > out/report.md\n");
@@ -139,7 +146,8 @@ int main(int argc, char **argv) {
   strftime(ctx.date, sizeof ctx.date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
 
   enum { O_BACKEND = 256, O_DEVICES, O_SIZE, O_ITERS, O_REPEAT, O_TF32, O_PAGEABLE, O_RAW,
-         O_JSON, O_TRACE, O_SVG, O_QUIET, O_ALLBE, O_SIZES, O_LABEL, O_OUTDIR, O_BREAKDOWN, O_GRAPH };
+         O_JSON, O_TRACE, O_SVG, O_QUIET, O_ALLBE, O_SIZES, O_LABEL, O_OUTDIR, O_BREAKDOWN, O_GRAPH,
+         O_WORKERS };
   static const struct option longopts[] = {
       {"backend", required_argument, 0, O_BACKEND}, {"devices", required_argument, 0, O_DEVICES},
       {"size", required_argument, 0, O_SIZE},       {"iters", required_argument, 0, O_ITERS},
@@ -148,6 +156,7 @@ int main(int argc, char **argv) {
       {"json", required_argument, 0, O_JSON},       {"trace", required_argument, 0, O_TRACE},
       {"svg", required_argument, 0, O_SVG},         {"quiet", no_argument, 0, O_QUIET},
       {"breakdown", no_argument, 0, O_BREAKDOWN}, {"graph", no_argument, 0, O_GRAPH},
+      {"workers", required_argument, 0, O_WORKERS},
       {"all-backends", no_argument, 0, O_ALLBE},    {"sizes", required_argument, 0, O_SIZES},
       {"label", required_argument, 0, O_LABEL},     {"outdir", required_argument, 0, O_OUTDIR},
       {"help", no_argument, 0, 'h'},                {"version", no_argument, 0, 'V'},
@@ -184,6 +193,7 @@ int main(int argc, char **argv) {
     case 'q':
     case O_QUIET: ctx.o.quiet = 1; break;
     case O_BREAKDOWN: ctx.o.breakdown = 1; break;
+    case O_WORKERS: ctx.o.workers = optarg; break;
     case 'h': usage(stdout); return 0;
     case 'V':
       printf("gpar-bench (libgpar) %s\ncommit %s\n", PACKAGE_VERSION, bench_version_string());
@@ -204,6 +214,17 @@ int main(int argc, char **argv) {
   ctx.o.subcommand = argv[optind];
   if (ctx.o.backend && !bench_backend_id(ctx.o.backend)) {
     fprintf(stderr, "gpar-bench: unknown backend '%s' (host, cuda or opencl)\n", ctx.o.backend);
+    return 2;
+  }
+  if (ctx.o.workers && strcmp(ctx.o.subcommand, "overhead") != 0) {
+    fprintf(stderr, "gpar-bench: --workers applies to overhead only\n");
+    return 2;
+  }
+  int asked[BENCH_MAX_WORKER_COUNTS];
+  if (ctx.o.workers && bench_parse_workers(ctx.o.workers, asked, BENCH_MAX_WORKER_COUNTS) < 0) return 2;
+  if (ctx.o.workers && (ctx.o.trace_path || ctx.o.svg_path)) {
+    fprintf(stderr, "gpar-bench: overhead --workers runs an engine per count; --trace and --svg trace one "
+                    "engine: leave --workers out to trace\n");
     return 2;
   }
   int (*run)(bench_ctx *) = NULL;
@@ -264,8 +285,8 @@ int main(int argc, char **argv) {
       snprintf(ctx.label[0], sizeof ctx.label[0], "CPU1");
     }
     ctx.n = 0;
-    ctx.iters = ctx.o.iters ? ctx.o.iters : 1000000;
-    ctx.repeat = ctx.o.repeat ? ctx.o.repeat : 1;
+    ctx.iters = ctx.o.iters ? ctx.o.iters : 200000;
+    ctx.repeat = ctx.o.repeat ? ctx.o.repeat : 5;
   } else {
     st = bench_select_devices(&ctx, all_devices, -1);
     if (st != GPAR_OK) rc = 1;
@@ -289,8 +310,9 @@ int main(int argc, char **argv) {
       for (int d = 0; d < ctx.ndev; d++)
         printf(" %s = device %d (%s:%d, %s)", ctx.label[d], ctx.flat[d], ctx.backend,
                ctx.local[d], ctx.info[d].name);
-      printf("\nsize %d, iters %d, repeat %d%s\n", ctx.n, ctx.iters, ctx.repeat,
-             ctx.o.tf32 ? ", tf32" : "");
+      char machine[320];
+      printf("\nsize %d, iters %d, repeat %d%s; machine: %s\n", ctx.n, ctx.iters, ctx.repeat,
+             ctx.o.tf32 ? ", tf32" : "", bench_machine(machine, sizeof machine));
     }
     fflush(stdout);
     rc = run(&ctx);
