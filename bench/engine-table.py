@@ -186,6 +186,8 @@ ova = {b: overhead('h-allbe', b) for b in builds}
 
 def ov_get(table, asked, c, field='total'):
     def get(b):
+        if table[b] and asked not in table[b]:
+            return 'not measured: no run at %s' % ('%d workers' % asked if asked else 'one worker per core (0)')
         v = table[b].get(asked, {}).get(c, {}).get(field)
         return v or None
     return get
@@ -202,7 +204,7 @@ for c, lim in (('none', 0.5), ('independent', 0.5), ('chain', 0.5), ('fanin', 1.
 counts = sorted({a for b in builds for a in ovw[b] if a})
 for a in counts:
     for c in CASES:
-        row('  same at %d workers: %s' % (a, CASE_LABEL[c]), 'report', None, ov_get(ovw, a, c), ' us', log='h-workers')
+        row('same at %d workers: %s' % (a, CASE_LABEL[c]), 'report', None, ov_get(ovw, a, c), ' us', log='h-workers')
 for c in CASES:
     def flat(b, c=c):
         if not ovw[b]:
