@@ -168,7 +168,13 @@ def row(item, target, limit, get, unit='', digits=3, log=None):
             continue
         if vals is None:
             why = skipped(log, b) if log else None
-            texts[b], oks[b] = ('not run: ' + why) if why else 'no record (%s.%s*.txt)' % (log, b), None
+            if why:
+                texts[b] = 'not run: ' + why
+            elif records(log, b):  # the run left a record without this figure
+                texts[b] = 'not in the record (a raw loop that failed, or an older gpar-bench: %s.%s*.txt)' % (log, b)
+            else:
+                texts[b] = 'no record (%s.%s*.txt)' % (log, b)
+            oks[b] = None
             if b == 'new' and not why:
                 missing.append(log)
             continue
