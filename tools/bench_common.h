@@ -1,5 +1,8 @@
 /* bench_common.h: what the parts of gpar-bench share: options, the selected devices, timing,
- * statistics over --repeat runs, the JSON result writer and the raw-baseline lookup. */
+ * statistics over --repeat runs, the JSON result writer and the raw-baseline lookup. Layers, top
+ * down: gpar-bench.c (main) -> the subcommands (bench_exp, bench_gemm, bench_overhead,
+ * bench_sweep, bench_report, bench_comm) -> bench_devices, bench_meta, bench_chart, bench_trace
+ * -> bench_json -> bench_common; the raw loops (raw_*.c, raw.h) stand alone. */
 #ifndef GPAR_TOOLS_BENCH_COMMON_H
 #define GPAR_TOOLS_BENCH_COMMON_H
 
