@@ -26,8 +26,8 @@ echo "### CPU worker count under combine (5 rounds, 200k ops): 8, 16 workers vs 
 timeout 75 python3 "$here/overhead-ab.py" 5 200000 .:GPAR_RETIRE=combine,GPAR_HOST_THREADS=8 \
   .:GPAR_RETIRE=combine,GPAR_HOST_THREADS=16 .:GPAR_RETIRE=combine
 for m in direct combine; do
-  echo "### breakdown, GPAR_RETIRE=$m: gpar-bench overhead --iters 200000 --breakdown"
-  GPAR_RETIRE=$m GPAR_BACKENDS=host timeout 60 "$b" overhead --iters 200000 --breakdown --quiet
+  echo "### breakdown, GPAR_RETIRE=$m: gpar-bench overhead --iters 200000 --repeat 1 --breakdown"
+  GPAR_RETIRE=$m GPAR_BACKENDS=host timeout 60 "$b" overhead --iters 200000 --repeat 1 --breakdown --quiet
 done
 gpu() { # mode, gpar-bench arguments
   local m=$1; shift

@@ -1,5 +1,8 @@
 /* bench_common.h: what the parts of gpar-bench share: options, the selected devices, timing,
- * statistics over --repeat runs, the JSON result writer and the raw-baseline lookup. */
+ * statistics over --repeat runs, the JSON result writer and the raw-baseline lookup. Layers, top
+ * down: gpar-bench.c (main) -> the subcommands (bench_exp, bench_gemm, bench_overhead,
+ * bench_sweep, bench_report, bench_comm) -> bench_devices, bench_meta, bench_chart, bench_trace
+ * -> bench_json -> bench_common; the raw loops (raw_*.c, raw.h) stand alone. */
 #ifndef GPAR_TOOLS_BENCH_COMMON_H
 #define GPAR_TOOLS_BENCH_COMMON_H
 
@@ -17,6 +20,7 @@ typedef struct bench_opts {
   int tf32, pageable, raw, quiet;
   int graph;             /* --graph: time op-graph launches of the loops (gpar_graph_*) */
   int breakdown;         /* --breakdown (overhead) */
+  const char *workers;   /* --workers 2,4,8,16 (overhead): one engine per CPU worker count */
   const char *json_path, *trace_path, *svg_path;
   int all_backends;      /* --all-backends: open every backend, benchmark --backend's */
   const char *sizes;     /* sweep --sizes 64,128,... */
@@ -73,7 +77,7 @@ typedef struct bench_stat {
   int count;
 } bench_stat;
 
-/* Seconds on a monotonic clock. */
+/* bench_common.c. Seconds on a monotonic clock. */
 double bench_now(void);
 bench_stat bench_stats(const double *v, int count);
 /* "0.1314 sec" or "0.1314 sec (min 0.1310, max 0.1320, 5 runs)" into buf. */
@@ -82,12 +86,15 @@ const char *bench_fmt_stat(char *buf, size_t len, bench_stat s);
 /* "48.80 TFLOP/s" or "95.3 GFLOP/s". */
 const char *bench_fmt_rate(char *buf, size_t len, double flop, double sec);
 
+/* Parse an integer in [lo, hi] (1e6 accepted); -1 when s is not one. */
+long bench_parse_int(const char *s, long lo, long hi);
+
 /* Progress line on stderr (unless --quiet). */
 void bench_progress(bench_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Report a failed gpar call on stderr; returns st. */
 int bench_fail(const char *what, int st);
 
-/* JSON members of the "results" object; bench_json_* are no-ops without --json. */
+/* JSON (bench_json.c). Members of the "results" object; bench_json_* are no-ops without --json. */
 void bench_json_num(bench_ctx *ctx, const char *key, double v);
 void bench_json_str(bench_ctx *ctx, const char *key, const char *v);
 void bench_json_stat(bench_ctx *ctx, const char *key, bench_stat s, const double *runs);
@@ -99,27 +106,28 @@ void bench_json_elem_begin(bench_ctx *ctx); /* an object element of the current 
 /* Low-level writers shared with the metadata block. */
 void bench_json_string(FILE *f, const char *s);
 void bench_json_number(FILE *f, double v);
+
+/* Provenance that every JSON record carries, and the record file (bench_meta.c). */
 /* The file: {"subcommand":..., "meta":{...}, <body>} where body is the text of more members.
  * Returns 0, or -1 after printing why. */
 int bench_json_write(bench_ctx *ctx, const char *path, const char *body);
-
-/* Provenance that every JSON record carries (bench_meta.c). */
 /* Remember every device of eng (call once per engine, while it is open). */
 void bench_meta_collect(bench_ctx *ctx, gpar_engine *eng);
 /* Write the "meta" object's value: versions, devices, date, command. */
 void bench_meta_write(bench_ctx *ctx, FILE *f);
 /* One device as a JSON object. */
 void bench_meta_device(FILE *f, const gpar_device_props *p, int flat);
+/* "32 cores online (AMD EPYC 9654 96-Core Processor)": the machine a run states. */
+const char *bench_machine(char *buf, size_t len);
 /* "libgpar 0.1.0 (commit abc1234)" */
 const char *bench_version_string(void);
 
-/* The raw loop for this backend: gpar_raw_cuda / gpar_raw_opencl (NULL when not built), or the
- * tool's own OpenBLAS loop for host (GPAR_RAW_GEMM only). *what names the vendor path. */
+/* The raw loop for this backend: gpar_raw_cuda / gpar_raw_opencl (NULL when not built), or
+ * gpar_raw_host, the OpenBLAS loop (GPAR_RAW_GEMM only). *what names the vendor path. */
 typedef int (*bench_raw_fn)(const gpar_raw_case *c, double *seconds);
 bench_raw_fn bench_raw_lookup(bench_ctx *ctx, int mode, const char **what);
 /* Print why there is no raw baseline (once per call site). */
 void bench_raw_missing(bench_ctx *ctx, int mode);
-int bench_raw_host(const gpar_raw_case *c, double *seconds);
 
 /* Fill a device buffer of n*n floats with value (through gpar_write, from a host array). */
 int bench_fill_matrix(gpar_buffer buf, int n, float value);
@@ -127,17 +135,24 @@ int bench_fill_matrix(gpar_buffer buf, int n, float value);
 int bench_check(bench_ctx *ctx, const char *what, const float *v, size_t count, float want);
 
 /* Subcommands; each returns the process exit status. */
-int bench_multi_device(bench_ctx *ctx);
-int bench_copy_overlap(bench_ctx *ctx);
-int bench_gemm(bench_ctx *ctx);
-int bench_overhead(bench_ctx *ctx);
+int bench_multi_device(bench_ctx *ctx); /* bench_exp.c */
+int bench_copy_overlap(bench_ctx *ctx); /* bench_exp.c */
+int bench_gemm(bench_ctx *ctx);         /* bench_gemm.c */
+int bench_overhead(bench_ctx *ctx);     /* bench_overhead.c */
+/* overhead --workers "2,4,8,16" -> asked[] (0: one worker per core); the count, or -1 after
+ * printing why. */
+#define BENCH_MAX_WORKER_COUNTS 16
+int bench_parse_workers(const char *spec, int *asked, int max);
 int bench_sweep(bench_ctx *ctx);  /* bench_sweep.c: opens its own engines */
 int bench_report(bench_ctx *ctx); /* bench_report.c (jansson) */
 
-/* What main and the sweep share: open an engine for ctx->o (backend mask, trace), select the
+/* bench_devices.c. What main and the sweep share: open an engine for ctx->o (backend mask, trace), select the
  * devices of ctx->o.backend (all of them when all_devices, else the first) or of `type` (-1:
  * the default preference for GPUs). Returns GPAR_OK or a status after printing why. */
 int bench_open(bench_ctx *ctx, const char *trace);
+/* The configuration bench_open uses: the environment's, then --tf32, the trace and the backend
+ * mask of --backend / --all-backends. */
+void bench_config(bench_ctx *ctx, gpar_config *cfg, const char *trace);
 int bench_select_devices(bench_ctx *ctx, int all_devices, int type);
 /* Backend names and ids: "host" <-> GPAR_BACKEND_HOST etc.; 0 / "?" when unknown. */
 int bench_backend_id(const char *name);

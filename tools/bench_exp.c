@@ -110,13 +110,105 @@ static int md_record(bench_ctx *ctx, const int *devs, int nd, int iters, gpar_bu
   return e == GPAR_OK ? GPAR_OK : bench_fail("gpar_graph_end", e);
 }
 
+/* A raw loop timed next to libgpar in multi-device, round by round. */
+typedef struct md_raw {
+  const char *key, *what; /* JSON key ("raw", "raw_lt", "raw_graph") and what it is */
+  bench_raw_fn fn;
+  int lt, graph;          /* gpar_raw_case.lt / .graph */
+  double *alone, *all;    /* alone[d * R + r], all[r] */
+  double cap;             /* graph: capture + instantiation seconds */
+  int ok;
+} md_raw;
+
+/* The raw loops of this backend: its vendor loop; on CUDA also the hand cublasLt loop (not in
+ * sweeps) and, with --graph, the hand-captured CUDA graph. Returns how many (0: none, said why). */
+static int md_raw_setup(bench_ctx *ctx, md_raw *rs) {
+  const char *what;
+  bench_raw_fn raw = bench_raw_lookup(ctx, GPAR_RAW_GEMM, &what);
+  int k = 0;
+  if (!ctx->o.raw) return 0;
+  if (!raw) {
+    bench_raw_missing(ctx, GPAR_RAW_GEMM);
+    return 0;
+  }
+  rs[k++] = (md_raw){.key = "raw", .what = what, .fn = raw};
+  if (raw == gpar_raw_cuda && !ctx->pt)
+    rs[k++] = (md_raw){.key = "raw_lt", .what = "raw CUDA (cublasLt, plan made once per shape)", .fn = raw, .lt = 1};
+  if (ctx->o.graph && raw == gpar_raw_cuda)
+    rs[k++] = (md_raw){.key = "raw_graph", .what = "hand-captured CUDA graph of the raw loop", .fn = raw, .graph = 1};
+  else if (ctx->o.graph)
+    fprintf(ctx->out, "hand-captured graph baseline: CUDA only\n");
+  return k;
+}
+
+/* Round r of one raw loop: each device alone, then all at once. */
+static void md_raw_round(bench_ctx *ctx, md_raw *x, int r) {
+  int N = ctx->ndev, R = ctx->repeat;
+  for (int d = 0; d < N && x->ok; d++) {
+    gpar_raw_case c = {.n = ctx->n, .iters = ctx->iters, .mode = GPAR_RAW_GEMM, .tf32 = ctx->o.tf32,
+                       .devs = &ctx->local[d], .ndev = 1, .graph = x->graph, .lt = x->lt};
+    bench_progress(ctx, "multi-device: %s run %d/%d: %s alone", x->key, r + 1, R, ctx->label[d]);
+    x->ok = x->fn(&c, &x->alone[d * R + r]) == 0;
+  }
+  if (!x->ok) return;
+  gpar_raw_case c = {.n = ctx->n, .iters = ctx->iters, .mode = GPAR_RAW_GEMM, .tf32 = ctx->o.tf32,
+                     .devs = ctx->local, .ndev = N, .graph = x->graph, .capture_seconds = &x->cap, .lt = x->lt};
+  bench_progress(ctx, "multi-device: %s run %d/%d: all", x->key, r + 1, R);
+  x->ok = x->fn(&c, &x->all[r]) == 0;
+}
+
+/* One raw loop's lines and JSON object, each against libgpar's medians. */
+static void md_raw_report(bench_ctx *ctx, md_raw *x, const bench_stat *s_alone, bench_stat s_all,
+                          const char *names) {
+  int N = ctx->ndev, R = ctx->repeat;
+  char buf[160];
+  if (!x->ok) {
+    fprintf(ctx->out, "%s: failed (see stderr)\n", x->what);
+    bench_json_str(ctx, x->key, "failed");
+    return;
+  }
+  fprintf(ctx->out, "%s, same loop, one thread, rounds interleaved with libgpar's:\n", x->what);
+  if (x->graph) fprintf(ctx->out, "raw capture + instantiation of %d GEMMs: %.2f ms\n", ctx->iters * N, x->cap * 1e3);
+  bench_json_begin(ctx, x->key);
+  if (x->graph) bench_json_num(ctx, "capture_seconds", x->cap);
+  bench_json_str(ctx, "what", x->what);
+  double rmx = 0;
+  for (int d = 0; d < N; d++) {
+    bench_stat s = bench_stats(&x->alone[d * R], R);
+    fprintf(ctx->out, "raw %s time: %s   libgpar/raw %.3f\n", ctx->label[d], bench_fmt_stat(buf, sizeof buf, s),
+            s_alone[d].med / s.med);
+    char key[40];
+    snprintf(key, sizeof key, "alone_%s", ctx->label[d]);
+    bench_json_stat(ctx, key, s, &x->alone[d * R]);
+    snprintf(key, sizeof key, "libgpar_over_raw_%s", ctx->label[d]);
+    bench_json_num(ctx, key, s_alone[d].med / s.med);
+    if (s.med > rmx) rmx = s.med;
+    if (d == 0 && ctx->pt && !x->lt && !x->graph) ctx->pt->op_raw_us = s.med / ctx->iters * 1e6;
+  }
+  bench_stat s = bench_stats(x->all, R);
+  fprintf(ctx->out, "raw %s: %s   libgpar/raw %.3f\n", names, bench_fmt_stat(buf, sizeof buf, s), s_all.med / s.med);
+  fprintf(ctx->out, "raw all / max(alone): %.3f\n", s.med / rmx);
+  bench_json_stat(ctx, "all", s, x->all);
+  bench_json_num(ctx, "libgpar_over_raw_all", s_all.med / s.med);
+  bench_json_num(ctx, "all_over_max_alone", s.med / rmx);
+  bench_json_end(ctx);
+  if (ctx->pt && !x->lt && !x->graph) ctx->pt->md_raw_ratio = s.med / rmx;
+}
+
 int bench_multi_device(bench_ctx *ctx) {
   int N = ctx->ndev, R = ctx->repeat, iters = ctx->iters, n = ctx->n;
   gpar_buffer A[BENCH_MAX_DEV], B[BENCH_MAX_DEV], C[BENCH_MAX_DEV];
   int idx[BENCH_MAX_DEV];
   gpar_graph *galone[BENCH_MAX_DEV] = {0}, *gall = NULL; /* --graph */
   double *alone = calloc((size_t)N * R, sizeof *alone), *all = calloc((size_t)R, sizeof *all);
+  md_raw rs[3];
+  int nraw = md_raw_setup(ctx, rs);
   int rc = 1, st = GPAR_OK;
+  for (int k = 0; k < nraw; k++) {
+    rs[k].alone = calloc((size_t)N * R, sizeof *rs[k].alone);
+    rs[k].all = calloc((size_t)R, sizeof *rs[k].all);
+    rs[k].ok = rs[k].alone && rs[k].all;
+  }
   memset(A, 0, sizeof A);
   memset(B, 0, sizeof B);
   memset(C, 0, sizeof C);
@@ -153,6 +245,8 @@ int bench_multi_device(bench_ctx *ctx) {
     bench_json_num(ctx, "graph_first_launch_seconds", first);
   }
 
+  /* Rounds: libgpar (each device alone, then all), then each raw loop the same way, so that
+   * every round of each sees the same machine state. */
   for (int r = 0; r < R; r++) {
     for (int d = 0; d < N; d++) {
       bench_progress(ctx, "multi-device: run %d/%d: %s alone", r + 1, R, ctx->label[d]);
@@ -160,6 +254,7 @@ int bench_multi_device(bench_ctx *ctx) {
     }
     bench_progress(ctx, "multi-device: run %d/%d: all %d device%s", r + 1, R, N, N == 1 ? "" : "s");
     if ((st = md_run(ctx, idx, N, iters, A, B, C, gall, &all[r])) != GPAR_OK) goto out;
+    for (int k = 0; k < nraw; k++) md_raw_round(ctx, &rs[k], r);
   }
   for (int d = 0; d < N; d++) {
     char what[32];
@@ -201,66 +296,7 @@ int bench_multi_device(bench_ctx *ctx) {
     ctx->pt->md_ratio = ratio;
     ctx->pt->md_speedup = speedup;
   }
-
-  /* With --graph, the raw loop and then its hand-captured CUDA graph (rg = 1). */
-  for (int rg = 0; ctx->o.raw && rg <= ctx->o.graph; rg++) {
-    const char *what, *rkey = rg ? "raw_graph" : "raw";
-    bench_raw_fn raw = bench_raw_lookup(ctx, GPAR_RAW_GEMM, &what);
-    if (rg && raw != gpar_raw_cuda) {
-      fprintf(ctx->out, "hand-captured graph baseline: CUDA only\n");
-    } else if (!raw) {
-      bench_raw_missing(ctx, GPAR_RAW_GEMM);
-    } else {
-      double *ralone = calloc((size_t)N * R, sizeof *ralone), *rall = calloc((size_t)R, sizeof *rall), cap = 0;
-      int ok = ralone && rall;
-      for (int r = 0; r < R && ok; r++) {
-        for (int d = 0; d < N && ok; d++) {
-          gpar_raw_case c = {n, iters, GPAR_RAW_GEMM, ctx->o.tf32, &ctx->local[d], 1, rg, NULL};
-          bench_progress(ctx, "multi-device: %s run %d/%d: %s alone", rkey, r + 1, R, ctx->label[d]);
-          ok = raw(&c, &ralone[d * R + r]) == 0;
-        }
-        if (!ok) break;
-        gpar_raw_case c = {n, iters, GPAR_RAW_GEMM, ctx->o.tf32, ctx->local, N, rg, &cap};
-        bench_progress(ctx, "multi-device: %s run %d/%d: all", rkey, r + 1, R);
-        ok = raw(&c, &rall[r]) == 0;
-      }
-      if (rg) what = "hand-captured CUDA graph of the raw loop";
-      if (!ok) {
-        fprintf(ctx->out, "%s: failed (see stderr)\n", what);
-        bench_json_str(ctx, rkey, "failed");
-      } else {
-        fprintf(ctx->out, "%s, same loop, one thread:\n", what);
-        if (rg) fprintf(ctx->out, "raw capture + instantiation of %d GEMMs: %.2f ms\n", iters * N, cap * 1e3);
-        bench_json_begin(ctx, rkey);
-        if (rg) bench_json_num(ctx, "capture_seconds", cap);
-        bench_json_str(ctx, "what", what);
-        double rmx = 0;
-        for (int d = 0; d < N; d++) {
-          bench_stat s = bench_stats(&ralone[d * R], R);
-          fprintf(ctx->out, "raw %s time: %s   libgpar/raw %.3f\n", ctx->label[d],
-                 bench_fmt_stat(buf, sizeof buf, s), s_alone[d].med / s.med);
-          char key[40];
-          snprintf(key, sizeof key, "alone_%s", ctx->label[d]);
-          bench_json_stat(ctx, key, s, &ralone[d * R]);
-          snprintf(key, sizeof key, "libgpar_over_raw_%s", ctx->label[d]);
-          bench_json_num(ctx, key, s_alone[d].med / s.med);
-          if (s.med > rmx) rmx = s.med;
-          if (d == 0 && ctx->pt) ctx->pt->op_raw_us = s.med / iters * 1e6;
-        }
-        bench_stat s = bench_stats(rall, R);
-        fprintf(ctx->out, "raw %s: %s   libgpar/raw %.3f\n", names, bench_fmt_stat(buf, sizeof buf, s),
-               s_all.med / s.med);
-        fprintf(ctx->out, "raw all / max(alone): %.3f\n", s.med / rmx);
-        bench_json_stat(ctx, "all", s, rall);
-        bench_json_num(ctx, "libgpar_over_raw_all", s_all.med / s.med);
-        bench_json_num(ctx, "all_over_max_alone", s.med / rmx);
-        bench_json_end(ctx);
-        if (ctx->pt) ctx->pt->md_raw_ratio = s.med / rmx;
-      }
-      free(ralone);
-      free(rall);
-    }
-  }
+  for (int k = 0; k < nraw; k++) md_raw_report(ctx, &rs[k], s_alone, s_all, names);
   rc = ctx->check_failed ? 1 : 0;
 
 out:
@@ -272,6 +308,10 @@ out:
     release(&A[d]);
     release(&B[d]);
     release(&C[d]);
+  }
+  for (int k = 0; k < nraw; k++) {
+    free(rs[k].alone);
+    free(rs[k].all);
   }
   free(alone);
   free(all);
@@ -368,7 +408,7 @@ int bench_copy_overlap(bench_ctx *ctx) {
   s.C = calloc(nb, sizeof *s.C);
   s.H = calloc(nb, sizeof *s.H);
   s.P = calloc((size_t)N, sizeof *s.P);
-  double *t = calloc((size_t)3 * R, sizeof *t); /* run, copy, both */
+  double *t = calloc((size_t)3 * R, sizeof *t), *rt = NULL; /* run, copy, both; the raw loop's */
   int rc = 1, st = GPAR_OK;
   if (!s.C || !s.H || !s.P || !t) goto out;
 
@@ -406,7 +446,14 @@ int bench_copy_overlap(bench_ctx *ctx) {
       if ((st = co_phase(&s, what, iters, &w)) != GPAR_OK) goto out;
   }
 
+  /* The raw loop, its rounds interleaved with libgpar's (rt[p * R + r]). */
   static const char *const phase_name[3] = {"run", "copy", "run + copy"};
+  static const int raw_modes[3] = {GPAR_RAW_GEMM, GPAR_RAW_COPY, GPAR_RAW_GEMM_COPY};
+  const char *raw_what = NULL;
+  bench_raw_fn raw = ctx->o.raw ? bench_raw_lookup(ctx, GPAR_RAW_GEMM_COPY, &raw_what) : NULL;
+  int raw_ok = raw != NULL;
+  if (ctx->o.raw && !raw) bench_raw_missing(ctx, GPAR_RAW_GEMM_COPY);
+  if (raw && !(rt = calloc((size_t)3 * R, sizeof *rt))) goto out;
   for (int r = 0; r < R; r++) {
     for (int p = 0; p < 3; p++) {
       if (p == 2 && r == R - 1) /* clear the host copies so the check below sees this run's */
@@ -420,6 +467,12 @@ int bench_copy_overlap(bench_ctx *ctx) {
         ctx->svg_from = from;
         ctx->svg_to = bench_now() - ctx->t_init;
       }
+    }
+    for (int p = 0; p < 3 && raw_ok; p++) {
+      gpar_raw_case c = {.n = n, .iters = iters, .mode = raw_modes[p], .tf32 = ctx->o.tf32, .devs = ctx->local,
+                         .ndev = N, .graph = ctx->o.graph && raw == gpar_raw_cuda};
+      bench_progress(ctx, "copy-overlap: raw run %d/%d: %s", r + 1, R, phase_name[p]);
+      raw_ok = raw(&c, &rt[p * R + r]) == 0;
     }
   }
   for (int d = 0; d < N; d++)
@@ -451,48 +504,33 @@ int bench_copy_overlap(bench_ctx *ctx) {
   bench_json_num(ctx, "copy_gbps", (double)bytes * iters * N / copy.med * 1e-9);
   if (ctx->pt) ctx->pt->co_ratio = both.med / ideal;
 
-  if (ctx->o.raw) {
-    const char *what;
-    bench_raw_fn raw = bench_raw_lookup(ctx, GPAR_RAW_GEMM_COPY, &what);
-    if (!raw) {
-      bench_raw_missing(ctx, GPAR_RAW_GEMM_COPY);
+  if (raw) {
+    const char *what = raw_what;
+    static const char *const keys[3] = {"run", "copy", "run_and_copy"};
+    if (!raw_ok) {
+      fprintf(ctx->out, "%s: failed (see stderr)\n", what);
+      bench_json_str(ctx, "raw", "failed");
     } else {
-      static const int modes[3] = {GPAR_RAW_GEMM, GPAR_RAW_COPY, GPAR_RAW_GEMM_COPY};
-      static const char *const keys[3] = {"run", "copy", "run_and_copy"};
-      double *rt = calloc((size_t)3 * R, sizeof *rt);
-      int ok = rt != NULL;
-      for (int r = 0; r < R && ok; r++)
-        for (int p = 0; p < 3 && ok; p++) {
-          gpar_raw_case c = {n, iters, modes[p], ctx->o.tf32, ctx->local, N, ctx->o.graph && raw == gpar_raw_cuda, NULL};
-          bench_progress(ctx, "copy-overlap: raw run %d/%d: %s", r + 1, R, phase_name[p]);
-          ok = raw(&c, &rt[p * R + r]) == 0;
-        }
-      if (!ok) {
-        fprintf(ctx->out, "%s: failed (see stderr)\n", what);
-        bench_json_str(ctx, "raw", "failed");
-      } else {
-        bench_stat rs[3];
-        const bench_stat *ls[3] = {&run, &copy, &both};
-        fprintf(ctx->out, "%s, same loop, one thread, pinned host memory%s:\n", what,
-               ctx->o.graph && raw == gpar_raw_cuda ? ", hand-captured into CUDA graphs" : "");
-        bench_json_begin(ctx, "raw");
-        bench_json_str(ctx, "what", what);
-        for (int p = 0; p < 3; p++) {
-          rs[p] = bench_stats(&rt[p * R], R);
-          fprintf(ctx->out, "raw %s: %s   libgpar/raw %.3f\n", phase_name[p],
-                 bench_fmt_stat(buf, sizeof buf, rs[p]), ls[p]->med / rs[p].med);
-          bench_json_stat(ctx, keys[p], rs[p], &rt[p * R]);
-          char key[48];
-          snprintf(key, sizeof key, "libgpar_over_raw_%s", keys[p]);
-          bench_json_num(ctx, key, ls[p]->med / rs[p].med);
-        }
-        double rideal = (rs[0].med > rs[1].med ? rs[0].med : rs[1].med) + rs[1].med / iters;
-        fprintf(ctx->out, "raw ratio to ideal: %.3f\n", rs[2].med / rideal);
-        bench_json_num(ctx, "ratio_to_ideal", rs[2].med / rideal);
-        bench_json_end(ctx);
-        if (ctx->pt) ctx->pt->co_raw_ratio = rs[2].med / rideal;
+      bench_stat rs[3];
+      const bench_stat *ls[3] = {&run, &copy, &both};
+      fprintf(ctx->out, "%s, same loop, one thread, pinned host memory%s, rounds interleaved with libgpar's:\n", what,
+              ctx->o.graph && raw == gpar_raw_cuda ? ", hand-captured into CUDA graphs" : "");
+      bench_json_begin(ctx, "raw");
+      bench_json_str(ctx, "what", what);
+      for (int p = 0; p < 3; p++) {
+        rs[p] = bench_stats(&rt[p * R], R);
+        fprintf(ctx->out, "raw %s: %s   libgpar/raw %.3f\n", phase_name[p],
+               bench_fmt_stat(buf, sizeof buf, rs[p]), ls[p]->med / rs[p].med);
+        bench_json_stat(ctx, keys[p], rs[p], &rt[p * R]);
+        char key[48];
+        snprintf(key, sizeof key, "libgpar_over_raw_%s", keys[p]);
+        bench_json_num(ctx, key, ls[p]->med / rs[p].med);
       }
-      free(rt);
+      double rideal = (rs[0].med > rs[1].med ? rs[0].med : rs[1].med) + rs[1].med / iters;
+      fprintf(ctx->out, "raw ratio to ideal: %.3f\n", rs[2].med / rideal);
+      bench_json_num(ctx, "ratio_to_ideal", rs[2].med / rideal);
+      bench_json_end(ctx);
+      if (ctx->pt) ctx->pt->co_raw_ratio = rs[2].med / rideal;
     }
   }
   rc = ctx->check_failed ? 1 : 0;
@@ -513,5 +551,6 @@ out:
   free(s.H);
   free(s.P);
   free(t);
+  free(rt);
   return rc;
 }

@@ -1,6 +1,8 @@
 /* bench_meta.c: the provenance every gpar-bench JSON record carries, so that runs from other
- * backends and machines can be compared and reproduced: versions, devices, date, command. */
+ * backends and machines can be compared and reproduced: versions, devices, machine, date,
+ * command; and the record file itself (bench_json_write). */
 #include <cblas.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +16,33 @@
 #endif
 
 const char *bench_version_string(void) { return GPAR_GIT_COMMIT; }
+
+/* The CPU model from /proc/cpuinfo ("model name"), or "" where there is none. */
+static void cpu_model(char *buf, size_t len) {
+  char line[512];
+  buf[0] = 0;
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (!f) return;
+  while (fgets(line, sizeof line, f)) {
+    if (strncmp(line, "model name", 10) != 0) continue;
+    const char *v = strchr(line, ':');
+    if (!v) continue;
+    for (v++; *v == ' ' || *v == '\t'; v++) {}
+    snprintf(buf, len, "%s", v);
+    buf[strcspn(buf, "\n")] = 0;
+    break;
+  }
+  fclose(f);
+}
+
+static long cores_online(void) { return sysconf(_SC_NPROCESSORS_ONLN); }
+
+const char *bench_machine(char *buf, size_t len) {
+  char model[256];
+  cpu_model(model, sizeof model);
+  snprintf(buf, len, "%ld cores online%s%s%s", cores_online(), *model ? " (" : "", model, *model ? ")" : "");
+  return buf;
+}
 
 void bench_meta_collect(bench_ctx *ctx, gpar_engine *eng) {
   int n = gpar_device_count(eng);
@@ -79,7 +108,8 @@ static void write_command(FILE *f, int argc, char **argv) {
 }
 
 void bench_meta_write(bench_ctx *ctx, FILE *f) {
-  static const char *const env_vars[] = {"GPAR_BACKENDS", "GPAR_THREADS", "POCL_DEVICES",
+  static const char *const env_vars[] = {"GPAR_BACKENDS", "GPAR_HOST_THREADS", "GPAR_RETIRE", "GPAR_CUBLASLT",
+                                         "GPAR_TF32", "GPAR_SYNC", "GPAR_TRACE", "POCL_DEVICES",
                                          "POCL_MAX_PTHREAD_COUNT", "CUDA_VISIBLE_DEVICES",
                                          "OCL_ICD_VENDORS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"};
   char host[256] = "";
@@ -94,6 +124,10 @@ void bench_meta_write(bench_ctx *ctx, FILE *f) {
   write_command(f, ctx->o.argc, ctx->o.argv);
   fprintf(f, ",\"hostname\":");
   bench_json_string(f, host);
+  char model[256];
+  cpu_model(model, sizeof model);
+  fprintf(f, ",\"cpu_cores_online\":%ld,\"cpu_model\":", cores_online());
+  bench_json_string(f, model);
   fprintf(f, ",\"environment\":{");
   int first = 1;
   for (size_t i = 0; i < sizeof env_vars / sizeof env_vars[0]; i++) {
@@ -142,4 +176,24 @@ void bench_meta_write(bench_ctx *ctx, FILE *f) {
     bench_meta_device(f, &ctx->seen[i], i);
   }
   fprintf(f, "]}");
+}
+
+/* The record file: {"subcommand":..., "meta":{...}, <body>}. */
+int bench_json_write(bench_ctx *ctx, const char *path, const char *body) {
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    fprintf(stderr, "gpar-bench: %s: %s\n", path, strerror(errno));
+    return -1;
+  }
+  fprintf(f, "{\"subcommand\":");
+  bench_json_string(f, ctx->o.subcommand);
+  fprintf(f, ",\"meta\":");
+  bench_meta_write(ctx, f);
+  fprintf(f, ",%s}\n", body);
+  int bad = ferror(f);
+  if (fclose(f) != 0 || bad) {
+    fprintf(stderr, "gpar-bench: writing %s failed\n", path);
+    return -1;
+  }
+  return 0;
 }

@@ -2,7 +2,6 @@
  * engine's own costs (gemm rate vs the vendor call, per-op overhead), with traces and SVG. */
 #include <errno.h>
 #include <getopt.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,179 +10,8 @@
 
 #include "bench_common.h"
 
-/* ---- timing and statistics ---- */
+/* ---- the run's JSON record: the selection, the sizes, then the subcommand's results ---- */
 
-double bench_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-bench_stat bench_stats(const double *v, int count) {
-  bench_stat s = {0, 0, 0, count};
-  if (count <= 0) return s;
-  double tmp[count];
-  memcpy(tmp, v, sizeof tmp);
-  qsort(tmp, (size_t)count, sizeof tmp[0], cmp_double);
-  s.min = tmp[0];
-  s.max = tmp[count - 1];
-  s.med = (count & 1) ? tmp[count / 2] : 0.5 * (tmp[count / 2 - 1] + tmp[count / 2]);
-  return s;
-}
-
-const char *bench_fmt_rate(char *buf, size_t len, double flop, double sec) {
-  double r = sec > 0 ? flop / sec : 0;
-  if (r >= 1e12)
-    snprintf(buf, len, "%.2f TFLOP/s", r * 1e-12);
-  else
-    snprintf(buf, len, "%.1f GFLOP/s", r * 1e-9);
-  return buf;
-}
-
-const char *bench_fmt_stat(char *buf, size_t len, bench_stat s) {
-  if (s.count > 1)
-    snprintf(buf, len, "%.4f sec (median; min %.4f, max %.4f, %d runs)", s.med, s.min, s.max,
-             s.count);
-  else
-    snprintf(buf, len, "%.4f sec", s.med);
-  return buf;
-}
-
-void bench_progress(bench_ctx *ctx, const char *fmt, ...) {
-  if (ctx->o.quiet) return;
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "gpar-bench: ");
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\n");
-  va_end(ap);
-}
-
-int bench_fail(const char *what, int st) {
-  const char *detail = gpar_last_error();
-  fprintf(stderr, "gpar-bench: %s: %s%s%s%s\n", what, gpar_status_name(st),
-          detail && *detail ? " (" : "", detail ? detail : "", detail && *detail ? ")" : "");
-  return st;
-}
-
-/* ---- JSON ---- */
-
-void bench_json_string(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; s && *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\')
-      fprintf(f, "\\%c", c);
-    else if (c < 0x20)
-      fprintf(f, "\\u%04x", c);
-    else
-      fputc(c, f);
-  }
-  fputc('"', f);
-}
-
-void bench_json_number(FILE *f, double v) {
-  if (v != v || v > 1e300 || v < -1e300)
-    fprintf(f, "null");
-  else
-    fprintf(f, "%.9g", v);
-}
-
-static void json_key(bench_ctx *ctx, const char *key) {
-  if (!ctx->json_first) fputc(',', ctx->json);
-  ctx->json_first = 0;
-  if (!key) return; /* an array element */
-  bench_json_string(ctx->json, key);
-  fputc(':', ctx->json);
-}
-
-void bench_json_num(bench_ctx *ctx, const char *key, double v) {
-  if (!ctx->json) return;
-  json_key(ctx, key);
-  bench_json_number(ctx->json, v);
-}
-
-void bench_json_str(bench_ctx *ctx, const char *key, const char *v) {
-  if (!ctx->json) return;
-  json_key(ctx, key);
-  bench_json_string(ctx->json, v);
-}
-
-void bench_json_stat(bench_ctx *ctx, const char *key, bench_stat s, const double *runs) {
-  if (!ctx->json) return;
-  json_key(ctx, key);
-  fprintf(ctx->json, "{\"median\":");
-  bench_json_number(ctx->json, s.med);
-  fprintf(ctx->json, ",\"min\":");
-  bench_json_number(ctx->json, s.min);
-  fprintf(ctx->json, ",\"max\":");
-  bench_json_number(ctx->json, s.max);
-  fprintf(ctx->json, ",\"runs\":[");
-  for (int i = 0; runs && i < s.count; i++) {
-    if (i) fputc(',', ctx->json);
-    bench_json_number(ctx->json, runs[i]);
-  }
-  fprintf(ctx->json, "]}");
-}
-
-void bench_json_begin(bench_ctx *ctx, const char *key) {
-  if (!ctx->json) return;
-  json_key(ctx, key);
-  fputc('{', ctx->json);
-  ctx->json_first = 1;
-}
-
-void bench_json_end(bench_ctx *ctx) {
-  if (!ctx->json) return;
-  fputc('}', ctx->json);
-  ctx->json_first = 0;
-}
-
-void bench_json_array_begin(bench_ctx *ctx, const char *key) {
-  if (!ctx->json) return;
-  json_key(ctx, key);
-  fputc('[', ctx->json);
-  ctx->json_first = 1;
-}
-
-void bench_json_array_end(bench_ctx *ctx) {
-  if (!ctx->json) return;
-  fputc(']', ctx->json);
-  ctx->json_first = 0;
-}
-
-void bench_json_elem_begin(bench_ctx *ctx) {
-  if (!ctx->json) return;
-  json_key(ctx, NULL);
-  fputc('{', ctx->json);
-  ctx->json_first = 1;
-}
-
-int bench_json_write(bench_ctx *ctx, const char *path, const char *body) {
-  FILE *f = fopen(path, "w");
-  if (!f) {
-    fprintf(stderr, "gpar-bench: %s: %s\n", path, strerror(errno));
-    return -1;
-  }
-  fprintf(f, "{\"subcommand\":");
-  bench_json_string(f, ctx->o.subcommand);
-  fprintf(f, ",\"meta\":");
-  bench_meta_write(ctx, f);
-  fprintf(f, ",%s}\n", body);
-  int bad = ferror(f);
-  if (fclose(f) != 0 || bad) {
-    fprintf(stderr, "gpar-bench: writing %s failed\n", path);
-    return -1;
-  }
-  return 0;
-}
-
-/* A single run's record: the selection, the sizes, then the subcommand's results. */
 static int json_write_file(bench_ctx *ctx) {
   if (!ctx->json) return 0;
   fclose(ctx->json);
@@ -222,239 +50,6 @@ static int json_write_file(bench_ctx *ctx) {
   return rc;
 }
 
-/* ---- helpers shared by the subcommands ---- */
-
-int bench_fill_matrix(gpar_buffer buf, int n, float value) {
-  size_t count = (size_t)n * (size_t)n;
-  float *h = malloc(count * sizeof *h);
-  if (!h) return GPAR_ENOMEM;
-  for (size_t i = 0; i < count; i++) h[i] = value;
-  int st = gpar_write(buf, 0, h, count * sizeof *h); /* staged: h may be freed on return */
-  free(h);
-  return st;
-}
-
-int bench_check(bench_ctx *ctx, const char *what, const float *v, size_t count, float want) {
-  /* A handful of entries spread over the array, first and last included. */
-  size_t idx[8] = {0, count / 7, count / 3, count / 2, 2 * (count / 3), count - count / 5,
-                   count > 1 ? count - 2 : 0, count - 1};
-  if (count == 0) return 0;
-  for (int i = 0; i < 8; i++) {
-    if (idx[i] >= count) idx[i] = count - 1;
-    if (v[idx[i]] != want) {
-      fprintf(stderr, "gpar-bench: check failed: %s[%zu] = %g, want %g\n", what, idx[i],
-              (double)v[idx[i]], (double)want);
-      ctx->check_failed = 1;
-      return -1;
-    }
-  }
-  return 0;
-}
-
-/* ---- device selection ---- */
-
-int bench_backend_id(const char *name) {
-  if (!strcmp(name, "host")) return GPAR_BACKEND_HOST;
-  if (!strcmp(name, "cuda")) return GPAR_BACKEND_CUDA;
-  if (!strcmp(name, "opencl")) return GPAR_BACKEND_OPENCL;
-  return 0;
-}
-
-const char *bench_backend_name(int id) {
-  switch (id) {
-  case GPAR_BACKEND_HOST: return "host";
-  case GPAR_BACKEND_CUDA: return "cuda";
-  case GPAR_BACKEND_OPENCL: return "opencl";
-  default: return "?";
-  }
-}
-
-/* Parse an integer in [lo, hi]; -1 when s is not one. */
-static long parse_int(const char *s, long lo, long hi) {
-  char *end;
-  errno = 0;
-  double v = strtod(s, &end); /* accepts 1e6 */
-  if (errno || end == s || *end || v != (double)(long)v || v < lo || v > hi) return -1;
-  return (long)v;
-}
-
-int bench_select_devices(bench_ctx *ctx, int default_count_all, int type) {
-  int total = gpar_device_count(ctx->eng);
-  if (total < 0) return bench_fail("gpar_device_count", total);
-  gpar_device_props *all = calloc((size_t)total + 1, sizeof *all);
-  if (!all) return GPAR_ENOMEM;
-  for (int d = 0; d < total; d++) {
-    int st = gpar_device_info(ctx->eng, d, &all[d]);
-    if (st != GPAR_OK) {
-      free(all);
-      return bench_fail("gpar_device_info", st);
-    }
-  }
-
-  int be = 0;
-  if (ctx->o.backend) {
-    be = bench_backend_id(ctx->o.backend);
-    if (!be) {
-      fprintf(stderr, "gpar-bench: unknown backend '%s' (host, cuda or opencl)\n", ctx->o.backend);
-      free(all);
-      return GPAR_EINVAL;
-    }
-  } else {
-    for (int d = 0; d < total && !be; d++)
-      if (all[d].type == GPAR_DEVICE_GPU) be = all[d].backend_id;
-    for (int d = 0; d < total && !be; d++)
-      if (all[d].backend_id == GPAR_BACKEND_OPENCL) be = GPAR_BACKEND_OPENCL;
-    if (!be) be = GPAR_BACKEND_HOST;
-  }
-  ctx->backend_id = be;
-  ctx->backend = bench_backend_name(be);
-
-  /* Devices of that backend in backend-local order. */
-  int cand[BENCH_MAX_DEV], ncand = 0;
-  for (int local = 0; ncand < BENCH_MAX_DEV; local++) {
-    int found = -1, more = 0;
-    for (int d = 0; d < total; d++) {
-      if (all[d].backend_id != be) continue;
-      if (all[d].backend_index == local) found = d;
-      if (all[d].backend_index > local) more = 1;
-    }
-    if (found >= 0) cand[ncand++] = found;
-    if (!more) break;
-  }
-  if (ncand == 0) {
-    fprintf(stderr, "gpar-bench: backend %s has no device (see gpar-info)\n", ctx->backend);
-    free(all);
-    return GPAR_ENODEV;
-  }
-
-  /* Without an explicit list, a backend that has GPUs (e.g. NVIDIA OpenCL next to PoCL) is
-   * taken as its GPUs only: timing a GPU next to a CPU device tells nothing. */
-  int pref[BENCH_MAX_DEV], npref = 0;
-  for (int i = 0; i < ncand; i++)
-    if (all[cand[i]].type == (type >= 0 ? (gpar_device_type)type : GPAR_DEVICE_GPU)) pref[npref++] = cand[i];
-  if (npref == 0 && type >= 0) {
-    fprintf(stderr, "gpar-bench: backend %s has no %s device\n", ctx->backend,
-            type == GPAR_DEVICE_GPU ? "GPU" : "CPU");
-    free(all);
-    return GPAR_ENODEV;
-  }
-  if (npref == 0) {
-    memcpy(pref, cand, sizeof(int) * (size_t)ncand);
-    npref = ncand;
-  }
-
-  int sel[BENCH_MAX_DEV], nsel = 0;
-  const char *spec = ctx->o.devices;
-  if (!spec) {
-    nsel = default_count_all ? npref : 1;
-    for (int i = 0; i < nsel; i++) sel[i] = pref[i];
-  } else if (!strchr(spec, ',')) {
-    long cnt = parse_int(spec, 1, BENCH_MAX_DEV);
-    if (cnt < 0 || cnt > npref) {
-      fprintf(stderr, "gpar-bench: --devices %s: backend %s has %d %sdevice%s\n", spec,
-              ctx->backend, npref, npref < ncand ? "GPU " : "", npref == 1 ? "" : "s");
-      free(all);
-      return GPAR_EINVAL;
-    }
-    nsel = (int)cnt;
-    for (int i = 0; i < nsel; i++) sel[i] = pref[i];
-  } else {
-    char *copy = strdup(spec), *save = NULL;
-    if (!copy) {
-      free(all);
-      return GPAR_ENOMEM;
-    }
-    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-      long idx = parse_int(tok, 0, BENCH_MAX_DEV - 1);
-      if (idx < 0 || idx >= ncand || nsel >= BENCH_MAX_DEV) {
-        fprintf(stderr, "gpar-bench: --devices %s: '%s' is not a %s device (0..%d)\n", spec, tok,
-                ctx->backend, ncand - 1);
-        free(copy);
-        free(all);
-        return GPAR_EINVAL;
-      }
-      for (int j = 0; j < nsel; j++)
-        if (sel[j] == cand[idx]) {
-          fprintf(stderr, "gpar-bench: --devices %s: device %ld listed twice\n", spec, idx);
-          free(copy);
-          free(all);
-          return GPAR_EINVAL;
-        }
-      sel[nsel++] = cand[idx];
-    }
-    free(copy);
-    if (nsel == 0) {
-      fprintf(stderr, "gpar-bench: --devices %s: no device\n", spec);
-      free(all);
-      return GPAR_EINVAL;
-    }
-  }
-
-  ctx->ndev = nsel;
-  ctx->any_gpu = 0;
-  for (int i = 0; i < nsel; i++) {
-    ctx->flat[i] = sel[i];
-    ctx->info[i] = all[sel[i]];
-    ctx->local[i] = all[sel[i]].backend_index;
-    const char *p = all[sel[i]].type == GPAR_DEVICE_GPU   ? "GPU"
-                    : all[sel[i]].type == GPAR_DEVICE_CPU ? "CPU"
-                                                          : "dev";
-    snprintf(ctx->label[i], sizeof ctx->label[i], "%s%d", p, i + 1);
-    if (all[sel[i]].type == GPAR_DEVICE_GPU) ctx->any_gpu = 1;
-  }
-  free(all);
-  return GPAR_OK;
-}
-
-/* ---- raw baselines ---- */
-
-bench_raw_fn bench_raw_lookup(bench_ctx *ctx, int mode, const char **what) {
-  switch (ctx->backend_id) {
-  case GPAR_BACKEND_CUDA:
-    *what = "raw CUDA (cuBLAS)";
-    return gpar_raw_cuda; /* weak: NULL when tools/raw_cuda.c was not built */
-  case GPAR_BACKEND_OPENCL:
-    *what = "raw OpenCL (CLBlast)";
-    return gpar_raw_opencl;
-  case GPAR_BACKEND_HOST:
-    *what = "raw OpenBLAS (cblas_sgemm)";
-    return mode == GPAR_RAW_GEMM ? bench_raw_host : NULL;
-  default:
-    *what = "raw";
-    return NULL;
-  }
-}
-
-void bench_raw_missing(bench_ctx *ctx, int mode) {
-  if (ctx->backend_id == GPAR_BACKEND_HOST && mode != GPAR_RAW_GEMM)
-    fprintf(ctx->out, "raw baseline not available for backend host in this subcommand (GEMM only)\n");
-  else
-    fprintf(ctx->out, "raw baseline not built for backend %s\n", ctx->backend);
-  bench_json_str(ctx, "raw", "not built");
-}
-
-/* ---- engine ---- */
-
-int bench_open(bench_ctx *ctx, const char *trace) {
-  gpar_config cfg;
-  gpar_config_init(&cfg);
-  cfg.tf32 = ctx->o.tf32;
-  cfg.trace_path = trace;
-  /* With --backend, open only that backend (and the host): GPAR_HOST memory is then pinned by
-   * the backend under test. NVIDIA's OpenCL treats CUDA-pinned memory as pageable (13 GB/s
-   * instead of 55 GB/s for D2H copies, measured on H200). --all-backends opens every one. */
-  if (ctx->o.backend && bench_backend_id(ctx->o.backend) > 0 && !ctx->o.all_backends)
-    cfg.backends = GPAR_BACKEND_HOST | bench_backend_id(ctx->o.backend);
-  ctx->t_init = bench_now();
-  int st = gpar_init(&ctx->eng, &cfg);
-  if (st != GPAR_OK) return bench_fail("gpar_init", st);
-  ctx->host_dev = GPAR_HOST;
-  int hd = gpar_device_find(ctx->eng, GPAR_BACKEND_HOST, -1, 0);
-  if (hd >= 0) ctx->host_dev = hd;
-  bench_meta_collect(ctx, ctx->eng);
-  return GPAR_OK;
-}
-
 /* ---- main ---- */
 
 static void usage(FILE *f) {
@@ -470,8 +65,10 @@ static void usage(FILE *f) {
           "                run alone, copy alone, both overlapped (ratio to max(run,copy)+one chunk)\n"
           "  gemm          SGEMM rate through libgpar next to the vendor call (cuBLAS, CLBlast,\n"
           "                OpenBLAS) on the same shape\n"
-          "  overhead      engine cost per op on empty host ops (none, independent, chain, fan-in)\n"
-          "                next to a direct call and a thread hand-off; --iters = ops (1e6)\n"
+          "  overhead      engine cost per op on empty host ops (no buffers, independent over a\n"
+          "                64-buffer pool, chain, fan-in 8 -> 1) next to a direct call and a thread\n"
+          "                hand-off, in rounds (--repeat, default 5) that run them all in turn;\n"
+          "                --iters = ops per case and round (default 200000); --workers, --breakdown\n"
           "  sweep         multi-device and copy-overlap (with the raw loop) over a range of sizes,\n"
           "                on one backend (--backend) or on every device group of every backend;\n"
           "                prints a table, writes --json and an SVG chart (--svg)\n"
@@ -505,6 +102,9 @@ static void usage(FILE *f) {
           "                   captured CUDA graph of the raw loop next to the raw loop\n"
           "  --breakdown      overhead: per-op host time by phase (submit, hand-off, dispatch,\n"
           "                   completion, retire), timed by the engine's tracing (gpar_breakdown_get)\n"
+          "  --workers L      overhead: the cases at each CPU worker count of L, such as 2,4,8,16\n"
+          "                   (0: one per core), each on its own engine (gpar_config.host_threads)\n"
+          "                   opened for every round; prints the most / fewest workers ratio\n"
           "  --json FILE      machine-readable results with the versions, devices, date and\n"
           "                   command line\n"
           "  --trace FILE     Chrome trace-event JSON of every op (Perfetto, chrome://tracing)\n"
@@ -525,6 +125,8 @@ static void usage(FILE *f) {
           "Examples:\n"
           "  gpar-bench multi-device --backend cuda --raw --repeat 5\n"
           "\n"
+          "  gpar-bench overhead --backend host --workers 2,4,8,16 --breakdown\n"
+          "\n"
           "  POCL_DEVICES=\"pthread pthread\" gpar-bench sweep --backend opencl --json ocl.json --svg ocl.svg\n"
           "\n"
           "  gpar-bench report cuda.json ocl.json --outdir out > out/report.md\n");
@@ -544,7 +146,8 @@ int main(int argc, char **argv) {
   strftime(ctx.date, sizeof ctx.date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
 
   enum { O_BACKEND = 256, O_DEVICES, O_SIZE, O_ITERS, O_REPEAT, O_TF32, O_PAGEABLE, O_RAW,
-         O_JSON, O_TRACE, O_SVG, O_QUIET, O_ALLBE, O_SIZES, O_LABEL, O_OUTDIR, O_BREAKDOWN, O_GRAPH };
+         O_JSON, O_TRACE, O_SVG, O_QUIET, O_ALLBE, O_SIZES, O_LABEL, O_OUTDIR, O_BREAKDOWN, O_GRAPH,
+         O_WORKERS };
   static const struct option longopts[] = {
       {"backend", required_argument, 0, O_BACKEND}, {"devices", required_argument, 0, O_DEVICES},
       {"size", required_argument, 0, O_SIZE},       {"iters", required_argument, 0, O_ITERS},
@@ -553,6 +156,7 @@ int main(int argc, char **argv) {
       {"json", required_argument, 0, O_JSON},       {"trace", required_argument, 0, O_TRACE},
       {"svg", required_argument, 0, O_SVG},         {"quiet", no_argument, 0, O_QUIET},
       {"breakdown", no_argument, 0, O_BREAKDOWN}, {"graph", no_argument, 0, O_GRAPH},
+      {"workers", required_argument, 0, O_WORKERS},
       {"all-backends", no_argument, 0, O_ALLBE},    {"sizes", required_argument, 0, O_SIZES},
       {"label", required_argument, 0, O_LABEL},     {"outdir", required_argument, 0, O_OUTDIR},
       {"help", no_argument, 0, 'h'},                {"version", no_argument, 0, 'V'},
@@ -566,7 +170,7 @@ int main(int argc, char **argv) {
     case O_SIZE:
     case O_ITERS:
     case O_REPEAT:
-      v = parse_int(optarg, 1, c == O_ITERS ? 1000000000L : 1000000L);
+      v = bench_parse_int(optarg, 1, c == O_ITERS ? 1000000000L : 1000000L);
       if (v < 0) {
         fprintf(stderr, "gpar-bench: bad number '%s'\n", optarg);
         return 2;
@@ -589,6 +193,7 @@ int main(int argc, char **argv) {
     case 'q':
     case O_QUIET: ctx.o.quiet = 1; break;
     case O_BREAKDOWN: ctx.o.breakdown = 1; break;
+    case O_WORKERS: ctx.o.workers = optarg; break;
     case 'h': usage(stdout); return 0;
     case 'V':
       printf("gpar-bench (libgpar) %s\ncommit %s\n", PACKAGE_VERSION, bench_version_string());
@@ -609,6 +214,17 @@ int main(int argc, char **argv) {
   ctx.o.subcommand = argv[optind];
   if (ctx.o.backend && !bench_backend_id(ctx.o.backend)) {
     fprintf(stderr, "gpar-bench: unknown backend '%s' (host, cuda or opencl)\n", ctx.o.backend);
+    return 2;
+  }
+  if (ctx.o.workers && strcmp(ctx.o.subcommand, "overhead") != 0) {
+    fprintf(stderr, "gpar-bench: --workers applies to overhead only\n");
+    return 2;
+  }
+  int asked[BENCH_MAX_WORKER_COUNTS];
+  if (ctx.o.workers && bench_parse_workers(ctx.o.workers, asked, BENCH_MAX_WORKER_COUNTS) < 0) return 2;
+  if (ctx.o.workers && (ctx.o.trace_path || ctx.o.svg_path)) {
+    fprintf(stderr, "gpar-bench: overhead --workers runs an engine per count; --trace and --svg trace one "
+                    "engine: leave --workers out to trace\n");
     return 2;
   }
   int (*run)(bench_ctx *) = NULL;
@@ -669,8 +285,8 @@ int main(int argc, char **argv) {
       snprintf(ctx.label[0], sizeof ctx.label[0], "CPU1");
     }
     ctx.n = 0;
-    ctx.iters = ctx.o.iters ? ctx.o.iters : 1000000;
-    ctx.repeat = ctx.o.repeat ? ctx.o.repeat : 1;
+    ctx.iters = ctx.o.iters ? ctx.o.iters : 200000;
+    ctx.repeat = ctx.o.repeat ? ctx.o.repeat : 5;
   } else {
     st = bench_select_devices(&ctx, all_devices, -1);
     if (st != GPAR_OK) rc = 1;
@@ -694,8 +310,9 @@ int main(int argc, char **argv) {
       for (int d = 0; d < ctx.ndev; d++)
         printf(" %s = device %d (%s:%d, %s)", ctx.label[d], ctx.flat[d], ctx.backend,
                ctx.local[d], ctx.info[d].name);
-      printf("\nsize %d, iters %d, repeat %d%s\n", ctx.n, ctx.iters, ctx.repeat,
-             ctx.o.tf32 ? ", tf32" : "");
+      char machine[320];
+      printf("\nsize %d, iters %d, repeat %d%s; machine: %s\n", ctx.n, ctx.iters, ctx.repeat,
+             ctx.o.tf32 ? ", tf32" : "", bench_machine(machine, sizeof machine));
     }
     fflush(stdout);
     rc = run(&ctx);

@@ -8,10 +8,16 @@ tools_gpar_info_LDADD = libgpar.la
 
 # gpar-bench links the raw vendor baselines of the backends configure found (tools/raw.h:
 # weak symbols, NULL when a file is not built) and OpenBLAS for the host baseline.
-tools_gpar_bench_SOURCES = tools/gpar-bench.c tools/bench_common.h tools/bench_exp.c \
-	tools/bench_gemm.c tools/bench_trace.c tools/raw.h tools/bench_meta.c tools/bench_sweep.c \
-	tools/bench_chart.c tools/bench_report.c \
-	tools/bench_comm.c tools/raw_nccl.h
+# Files by layer: gpar-bench.c (main, options, the run's record) calls the subcommands
+# (bench_exp, bench_gemm, bench_overhead, bench_sweep, bench_report, bench_comm), which call the
+# shared helpers below them (bench_devices, bench_json, bench_meta, bench_chart, bench_trace,
+# bench_common) and the raw loops (raw_*.c); nothing calls back up into gpar-bench.c.
+tools_gpar_bench_SOURCES = tools/gpar-bench.c \
+	tools/bench_exp.c tools/bench_gemm.c tools/bench_overhead.c tools/bench_sweep.c \
+	tools/bench_report.c tools/bench_comm.c \
+	tools/bench_devices.c tools/bench_json.c tools/bench_meta.c tools/bench_chart.c \
+	tools/bench_trace.c tools/bench_common.c tools/bench_common.h \
+	tools/raw.h tools/raw_host.c tools/raw_nccl.h
 TOOLS_RAW_CPPFLAGS =
 TOOLS_RAW_LIBS =
 if HAVE_CUDA
@@ -60,6 +66,10 @@ dist-hook:
 # tool is an order-only prerequisite, GNU make: built first, its time stamp not compared).
 dist_man1_MANS = man/gpar-bench.1 man/gpar-info.1
 EXTRA_DIST += bench/sweep-gpu.sh tools/mkman.sh man/gpar-bench.h2m man/gpar-info.h2m
+# The GPU-machine scripts run from the tarball's tree that .gpu/gpu-check.sh builds (and
+# tests/bench/engine_ab.tap runs the engine ones in `make check`).
+EXTRA_DIST += bench/engine-gpu.sh bench/engine-table.py bench/overhead-ab.py bench/ab-gpu.sh \
+	bench/breakdown-trace.py bench/run-comm-gpu.sh
 GPAR_MKMAN = $(SHELL) $(top_srcdir)/tools/mkman.sh '$(HELP2MAN)' '$(PACKAGE_VERSION)'
 man/gpar-bench.1: $(top_srcdir)/tools/gpar-bench.c $(top_srcdir)/man/gpar-bench.h2m $(top_srcdir)/configure.ac \
 		| tools/gpar-bench$(EXEEXT)
@@ -75,8 +85,10 @@ man/gpar-info.1: $(top_srcdir)/tools/gpar-info.c $(top_srcdir)/man/gpar-info.h2m
 # lets the dependencies at the end of this file order them after every other test.
 BENCH_TESTS = tests/bench/multi_device tests/bench/copy_overlap
 check_PROGRAMS += $(BENCH_TESTS)
-TESTS += tests/bench/multi_device.tap tests/bench/copy_overlap.tap tests/bench/sweep.tap
-EXTRA_DIST += tests/bench/multi_device.tap tests/bench/copy_overlap.tap tests/bench/sweep.tap
+TESTS += tests/bench/multi_device.tap tests/bench/copy_overlap.tap tests/bench/sweep.tap \
+	tests/bench/overhead.tap tests/bench/engine_ab.tap
+EXTRA_DIST += tests/bench/multi_device.tap tests/bench/copy_overlap.tap tests/bench/sweep.tap \
+	tests/bench/overhead.tap tests/bench/engine_ab.tap
 TEST_EXTENSIONS = .tap
 TAP_LOG_DRIVER = $(LOG_DRIVER)
 TAP_LOG_COMPILER = $(SHELL)
@@ -119,12 +131,18 @@ clean-bench-report:
 
 # The timing tests run alone, after every other test, so no other test shares their devices
 # under `make -j check` (automake orders tests by dependencies between their .log files).
-tests/bench/multi_device.log: $(GPAR_TAP_TESTS:=.log) tests/bench/sweep.log
+tests/bench/multi_device.log: $(GPAR_TAP_TESTS:=.log) tests/bench/sweep.log tests/bench/overhead.log \
+	tests/bench/engine_ab.log
 # sweep.tap: a tiny sweep on CPU devices (checks the records, the chart and the report; no timings).
 tests/bench/sweep.log: tools/gpar-bench$(EXEEXT) tools/gpar-info$(EXEEXT)
+# overhead.tap: gpar-bench overhead's records and its refusals; engine_ab.tap: the before/after
+# machinery of bench/engine-gpu.sh, engine-table.py and overhead-ab.py on the host group (no
+# timings asserted by either).
+tests/bench/overhead.log: tools/gpar-bench$(EXEEXT)
+tests/bench/engine_ab.log: tools/gpar-bench$(EXEEXT)
 clean-local: clean-sweep-test
 clean-sweep-test:
-	rm -rf tests/bench/sweep.d
+	rm -rf tests/bench/sweep.d tests/bench/overhead.d tests/bench/engine_ab.d
 .PHONY: clean-sweep-test
 tests/bench/copy_overlap.log: tests/bench/multi_device.log
 

@@ -15,6 +15,9 @@ typedef struct gpar_raw_case {
   int graph;       /* 1: capture the timed loop once per device into a CUDA graph (untimed),
                       then time one cudaGraphLaunch per device (CUDA only) */
   double *capture_seconds; /* graph: where to put capture + instantiation time (may be NULL) */
+  int lt;          /* 1: each GEMM is one cublasLtMatmul with a plan (descriptor, layouts, the
+                      heuristic's algorithm) made once per device and shape before the timed
+                      loop, instead of cublasSgemm (CUDA only) */
 } gpar_raw_case;
 
 enum {
@@ -28,5 +31,7 @@ enum {
  * Returns 0, or -1 after printing the reason on stderr. */
 int gpar_raw_cuda(const gpar_raw_case *c, double *seconds) __attribute__((weak));
 int gpar_raw_opencl(const gpar_raw_case *c, double *seconds) __attribute__((weak));
+/* OpenBLAS on the calling thread (raw_host.c, always built): GPAR_RAW_GEMM on one device. */
+int gpar_raw_host(const gpar_raw_case *c, double *seconds);
 
 #endif

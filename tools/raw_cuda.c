@@ -1,6 +1,9 @@
 /* raw_cuda.c: the hand-written CUDA + cuBLAS loop gpar-bench compares libgpar against (the D2L
  * "Automatic Parallelism" experiments): one host thread, per device a compute and a copy stream.
- * With graph set, the same loop captured by hand into one CUDA graph per device and launched. */
+ * With lt set, each GEMM is one cublasLtMatmul with a plan (descriptor, layouts, the heuristic's
+ * algorithm) made once per device and shape before the timed loop: the eager limit for libgpar's
+ * cached cublasLt plans (backends/cuda/cuda_blas_lt.c). With graph set, the same loop captured by
+ * hand into one CUDA graph per device and launched. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +11,7 @@
 #include <time.h>
 
 #include <cuda_runtime_api.h>
+#include <cublasLt.h>
 #include <cublas_v2.h>
 
 #include "raw.h"
@@ -22,7 +26,12 @@ struct raw_dev {
   float *c;       /* ncs results of n*n floats */
   int ncs;
   float *host;    /* pinned, iters results of n*n floats (copy modes) */
-  void *ws;       /* graph: cuBLAS workspace set explicitly (capture cannot allocate one) */
+  void *ws;       /* graph or lt: RAW_WS bytes of workspace (capture cannot allocate one; cublasLtMatmul
+                     takes it per call) */
+  cublasLtHandle_t lt; /* lt: the handle and the plan for this case's one shape */
+  cublasLtMatmulDesc_t lt_desc;
+  cublasLtMatrixLayout_t lt_layout; /* A, B and C are all n x n, leading dimension n */
+  cublasLtMatmulAlgo_t lt_algo;
   cudaEvent_t fork, join; /* graph: the copy stream joins the capture and is joined back */
   cudaGraphExec_t exec;
 };
@@ -48,6 +57,9 @@ static int raw_blas_ok(cublasStatus_t s, const char *what, int dev) {
     if (!raw_blas_ok((call), (what), (dev))) goto fail; \
   } while (0)
 
+/* Workspace for cuBLAS under capture and for cublasLt: libgpar's CUDA backend uses 32 MiB. */
+#define RAW_WS ((size_t)32 << 20)
+
 static double raw_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -62,6 +74,9 @@ static void raw_dev_free(struct raw_dev *r) {
   if (r->compute) (void)cudaStreamSynchronize(r->compute);
   if (r->copy) (void)cudaStreamSynchronize(r->copy);
   if (r->blas) (void)cublasDestroy(r->blas);
+  if (r->lt_layout) (void)cublasLtMatrixLayoutDestroy(r->lt_layout);
+  if (r->lt_desc) (void)cublasLtMatmulDescDestroy(r->lt_desc);
+  if (r->lt) (void)cublasLtDestroy(r->lt);
   if (r->exec) (void)cudaGraphExecDestroy(r->exec);
   if (r->ws) (void)cudaFree(r->ws);
   if (r->fork) (void)cudaEventDestroy(r->fork);
@@ -80,7 +95,11 @@ static void raw_dev_free(struct raw_dev *r) {
 static int raw_step(const gpar_raw_case *c, struct raw_dev *r, int i, const float *alpha, const float *beta) {
   const size_t nn = (size_t)c->n * (size_t)c->n;
   float *ci = r->c + (r->ncs > 1 ? (size_t)i * nn : 0);
-  if (c->mode != GPAR_RAW_COPY) {
+  if (c->mode != GPAR_RAW_COPY && c->lt) {
+    RAW_BK(cublasLtMatmul(r->lt, r->lt_desc, alpha, r->a, r->lt_layout, r->b, r->lt_layout, beta, ci, r->lt_layout,
+                          ci, r->lt_layout, &r->lt_algo, r->ws, RAW_WS, r->compute),
+           "cublasLtMatmul", r->ordinal);
+  } else if (c->mode != GPAR_RAW_COPY) {
     RAW_BK(cublasSgemm(r->blas, CUBLAS_OP_N, CUBLAS_OP_N, c->n, c->n, c->n, alpha, r->a, c->n, r->b, c->n, beta,
                        ci, c->n),
            "cublasSgemm", r->ordinal);
@@ -128,6 +147,92 @@ fail:
   return -1;
 }
 
+/* Largest power of two, at most 256, dividing every address the GEMMs use and the leading
+ * dimension in bytes: what the heuristic may assume (as libgpar's lt_align). */
+static uint32_t raw_lt_align(const struct raw_dev *r, int n) {
+  uintptr_t v = (uintptr_t)r->a | (uintptr_t)r->b | (uintptr_t)r->c | (uintptr_t)((size_t)n * sizeof(float)) | 256u;
+  if (r->ncs > 1) v |= (uintptr_t)((size_t)n * (size_t)n * sizeof(float)); /* C_i = c + i * n * n */
+  return (uint32_t)(v & (~v + 1));
+}
+
+/* The cublasLt plan of this case's shape on one device (current): FP32 (TF32 with tf32),
+ * column-major, no transposes, the same operands as cublasSgemm; the heuristic's first algorithm
+ * within RAW_WS bytes of workspace. Made once, before the warm-up. */
+static int raw_lt_plan(const gpar_raw_case *c, struct raw_dev *r) {
+  const cublasComputeType_t ct = c->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  const cublasOperation_t op = CUBLAS_OP_N;
+  const cublasLtPointerMode_t pm = CUBLASLT_POINTER_MODE_HOST;
+  const uint64_t ws = RAW_WS;
+  const uint32_t al = raw_lt_align(r, c->n);
+  static const cublasLtMatmulPreferenceAttributes_t al_attr[4] = {
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+  cublasLtMatmulPreference_t pref = NULL;
+  cublasLtMatmulHeuristicResult_t res;
+  int got = 0;
+  const int o = r->ordinal;
+  memset(&res, 0, sizeof res);
+  RAW_BK(cublasLtCreate(&r->lt), "cublasLtCreate", o);
+  RAW_BK(cublasLtMatmulDescCreate(&r->lt_desc, ct, CUDA_R_32F), "cublasLtMatmulDescCreate", o);
+  RAW_BK(cublasLtMatmulDescSetAttribute(r->lt_desc, CUBLASLT_MATMUL_DESC_TRANSA, &op, sizeof op),
+         "cublasLtMatmulDescSetAttribute(TRANSA)", o);
+  RAW_BK(cublasLtMatmulDescSetAttribute(r->lt_desc, CUBLASLT_MATMUL_DESC_TRANSB, &op, sizeof op),
+         "cublasLtMatmulDescSetAttribute(TRANSB)", o);
+  RAW_BK(cublasLtMatmulDescSetAttribute(r->lt_desc, CUBLASLT_MATMUL_DESC_POINTER_MODE, &pm, sizeof pm),
+         "cublasLtMatmulDescSetAttribute(POINTER_MODE)", o);
+  RAW_BK(cublasLtMatrixLayoutCreate(&r->lt_layout, CUDA_R_32F, (uint64_t)c->n, (uint64_t)c->n, c->n),
+         "cublasLtMatrixLayoutCreate", o);
+  RAW_BK(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate", o);
+  RAW_BK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws),
+         "cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)", o);
+  for (int i = 0; i < 4; i++)
+    RAW_BK(cublasLtMatmulPreferenceSetAttribute(pref, al_attr[i], &al, sizeof al),
+           "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT)", o);
+  RAW_BK(cublasLtMatmulAlgoGetHeuristic(r->lt, r->lt_desc, r->lt_layout, r->lt_layout, r->lt_layout, r->lt_layout,
+                                        pref, 1, &res, &got),
+         "cublasLtMatmulAlgoGetHeuristic", o);
+  if (got < 1 || res.state != CUBLAS_STATUS_SUCCESS) {
+    fprintf(stderr, "raw_cuda: cublasLt has no algorithm for %d^3 FP32%s on device %d\n", c->n,
+            c->tf32 ? " (TF32)" : "", o);
+    goto fail;
+  }
+  r->lt_algo = res.algo;
+  (void)cublasLtMatmulPreferenceDestroy(pref);
+  return 0;
+fail:
+  if (pref) (void)cublasLtMatmulPreferenceDestroy(pref);
+  return -1;
+}
+
+/* After the timed part (untimed): the first and the last entry the GEMMs wrote hold n * a * a,
+ * a = the float with bytes 0x3c (relative 1e-3 in FP32, which 4096 sequential FP32 additions stay
+ * within; TF32 rounds the inputs: 1e-2), so a loop that runs but does not compute (C left as the
+ * zeros it started as, a plan that reads the wrong memory) fails. With A and B constant, a
+ * transposed layout gives the same numbers: this is no layout check. */
+static int raw_check(const gpar_raw_case *c, struct raw_dev *rd, int ndev) {
+  const size_t nn = (size_t)c->n * (size_t)c->n;
+  uint32_t bits = 0x3c3c3c3cu;
+  float a, v[2];
+  memcpy(&a, &bits, sizeof a);
+  const double want = (double)c->n * a * a, tol = c->tf32 ? 1e-2 : 1e-3;
+  for (int d = 0; d < ndev; d++) {
+    struct raw_dev *r = &rd[d];
+    RAW_CK(cudaSetDevice(r->ordinal), "cudaSetDevice", r->ordinal);
+    RAW_CK(cudaMemcpy(&v[0], r->c, sizeof v[0], cudaMemcpyDeviceToHost), "cudaMemcpy(check)", r->ordinal);
+    RAW_CK(cudaMemcpy(&v[1], r->c + (size_t)r->ncs * nn - 1, sizeof v[1], cudaMemcpyDeviceToHost), "cudaMemcpy(check)",
+           r->ordinal);
+    for (int k = 0; k < 2; k++)
+      if (!(v[k] >= want * (1 - tol) && v[k] <= want * (1 + tol))) {
+        fprintf(stderr, "raw_cuda: %s computed C = %g on device %d, want %g\n", c->lt ? "cublasLtMatmul" : "cublasSgemm",
+                (double)v[k], r->ordinal, want);
+        return -1;
+      }
+  }
+  return 0;
+fail:
+  return -1;
+}
+
 static int raw_sync_all(struct raw_dev *rd, int ndev) {
   for (int d = 0; d < ndev; d++) {
     RAW_CK(cudaStreamSynchronize(rd[d].compute), "cudaStreamSynchronize(compute)", rd[d].ordinal);
@@ -172,9 +277,9 @@ int gpar_raw_cuda(const gpar_raw_case *c, double *seconds) {
     RAW_BK(cublasSetStream(r->blas, r->compute), "cublasSetStream", o);
     RAW_BK(cublasSetMathMode(r->blas, c->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
            "cublasSetMathMode", o);
-    if (c->graph) { /* as libgpar's CUDA backend: 32 MiB, set after cublasSetStream */
-      RAW_CK(cudaMalloc(&r->ws, (size_t)32 << 20), "cudaMalloc(cuBLAS workspace)", o);
-      RAW_BK(cublasSetWorkspace(r->blas, r->ws, (size_t)32 << 20), "cublasSetWorkspace", o);
+    if (c->graph || c->lt) RAW_CK(cudaMalloc(&r->ws, RAW_WS), "cudaMalloc(workspace)", o);
+    if (c->graph) { /* as libgpar's CUDA backend: set after cublasSetStream */
+      RAW_BK(cublasSetWorkspace(r->blas, r->ws, RAW_WS), "cublasSetWorkspace", o);
       RAW_CK(cudaEventCreateWithFlags(&r->fork, cudaEventDisableTiming), "cudaEventCreateWithFlags", o);
       RAW_CK(cudaEventCreateWithFlags(&r->join, cudaEventDisableTiming), "cudaEventCreateWithFlags", o);
     }
@@ -191,13 +296,17 @@ int gpar_raw_cuda(const gpar_raw_case *c, double *seconds) {
       /* Touch every page now so the timed copies never fault them in. */
       memset(r->host, 0, (size_t)c->iters * nn * sizeof(float));
     }
+    if (c->lt && c->mode != GPAR_RAW_COPY && raw_lt_plan(c, r)) goto fail;
   }
 
   /* Warm-up: one GEMM (and one copy) per device: cuBLAS heuristics, kernel load, copy path. */
   for (int d = 0; d < ndev; d++) {
     RAW_CK(cudaSetDevice(rd[d].ordinal), "cudaSetDevice", rd[d].ordinal);
     if (c->mode != GPAR_RAW_GEMM) {
-      const gpar_raw_case both = {c->n, c->iters, GPAR_RAW_GEMM_COPY, c->tf32, c->devs, c->ndev, 0, NULL};
+      gpar_raw_case both = *c;
+      both.mode = GPAR_RAW_GEMM_COPY;
+      both.graph = 0;
+      if (c->mode == GPAR_RAW_COPY) both.lt = 0; /* no plan was made */
       if (raw_step(&both, &rd[d], 0, &alpha, &beta)) goto fail;
     } else if (raw_step(c, &rd[d], 0, &alpha, &beta)) {
       goto fail;
@@ -226,6 +335,7 @@ int gpar_raw_cuda(const gpar_raw_case *c, double *seconds) {
     }
     if (raw_sync_all(rd, ndev)) goto fail;
     *seconds = raw_now() - t1;
+    if (c->mode != GPAR_RAW_COPY && raw_check(c, rd, ndev)) goto fail;
     ret = 0;
     goto fail;
   }
@@ -241,6 +351,7 @@ int gpar_raw_cuda(const gpar_raw_case *c, double *seconds) {
     if (raw_sync_all(rd, ndev)) goto fail;
     *seconds = raw_now() - t0;
   }
+  if (c->mode != GPAR_RAW_COPY && raw_check(c, rd, ndev)) goto fail;
   ret = 0;
 
 fail:

@@ -65,6 +65,10 @@ int gpar_raw_opencl(const gpar_raw_case *c, double *seconds) {
     fprintf(stderr, "raw_opencl: bad case\n");
     return -1;
   }
+  if (c->lt || c->graph) {
+    fprintf(stderr, "raw_opencl: %s is CUDA only\n", c->lt ? "the cublasLt loop" : "a hand-captured graph");
+    return -1;
+  }
   const size_t n = (size_t)c->n, bytes = n * n * sizeof(float);
   const int copy_modes = c->mode == GPAR_RAW_GEMM_COPY || c->mode == GPAR_RAW_COPY;
   cl_int err = clGetPlatformIDs(RAW_MAXPLAT, plats, &np);
