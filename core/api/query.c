@@ -65,9 +65,8 @@ GPAR_API int gpar_stats_get(gpar_engine *e, gpar_stats *stats) {
     gpar__engine_leave(eng);
     return gpar__errorf(GPAR_EINVAL, "gpar_stats_get: stats is NULL");
   }
-  pthread_mutex_lock(&eng->mu);
-  *stats = eng->stats;
-  pthread_mutex_unlock(&eng->mu);
+  memset(stats, 0, sizeof *stats);
+  gpar__stats(eng, stats);
   pthread_mutex_lock(&eng->pinned.mu);
   stats->pinned_bytes_pool = eng->pinned.held;
   pthread_mutex_unlock(&eng->pinned.mu);

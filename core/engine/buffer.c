@@ -2,9 +2,15 @@
  * slot + 1 in the high 32 bits, slot in the engine's table below); serial names it and is never
  * reused in the process, so released, foreign and shut-down handles are refused however many
  * buffers and engines come and go. At the serials' end creation fails instead of wrapping.
+ *
  * A buffer lives while anything references it: its handle (until released), each op that
- * accesses it (until the op retires or is discarded), each lookup in progress. The last
- * reference frees its memory and its slot. */
+ * accesses it (until the op retires or is discarded), each lookup in progress; the last
+ * reference frees its memory and its slot. Lookups take no lock: the buffer structs live in
+ * chunks of the engine's slot table that are never moved or freed before the engine, so a
+ * lookup may read any slot; it takes a reference only from a count that is not 0 (a buffer
+ * being freed is never revived), then checks the serial and the released mark, and drops the
+ * reference again when they do not match. eng->buf_mu guards only new slots and the free list
+ * (creation and the last reference's free). */
 #include <stdlib.h>
 
 #include "engine/engine.h"
@@ -26,15 +32,21 @@ static uint64_t buf_serial_next(void) {
 
 /* Handles: id = (engine slot + 1) << 32 | buffer slot; serial = the buffer's serial. */
 gpar_buffer gpar__buf_handle(const gpar__buf *b) {
-  return (gpar_buffer){((uint64_t)(b->eng->slot + 1) << 32) | b->slot, b->serial};
+  return (gpar_buffer){((uint64_t)(b->eng->slot + 1) << 32) | b->slot, atomic_load(&b->serial)};
 }
 
-/* Resolve a handle for engine eng (engine lock held). */
-static int buf_find_locked(gpar_engine *eng, gpar_buffer h, gpar__buf **b) {
+/* The struct of slot i, or NULL when no such slot was ever handed out. */
+static gpar__buf *slot_at(gpar_engine *eng, uint32_t i) {
+  if (i >= (uint32_t)GPAR__BUF_CHUNK * GPAR__BUF_CHUNKS) return NULL;
+  gpar__buf *c = atomic_load_explicit(&eng->buf_chunks[i / GPAR__BUF_CHUNK], memory_order_acquire);
+  return c ? &c[i % GPAR__BUF_CHUNK] : NULL;
+}
+
+/* Why handle h names no live buffer of eng (the message for a failed lookup). */
+static int lookup_failure(gpar_engine *eng, gpar_buffer h) {
   if (h.id == 0) return gpar__errorf(GPAR_EBADBUF, "null buffer handle");
   if (atomic_load(&eng->state) == GPAR__ENG_CLOSED) return gpar__errorf(GPAR_ESHUTDOWN, "engine is shut down");
   uint64_t es = h.id >> 32;
-  uint32_t slot = (uint32_t)h.id;
   if (es != (uint64_t)eng->slot + 1) {
     const gpar_engine *other = es ? gpar__engine_at(es - 1) : NULL;
     int st = other ? atomic_load(&other->state) : GPAR__ENG_FREE;
@@ -47,79 +59,100 @@ static int buf_find_locked(gpar_engine *eng, gpar_buffer h, gpar__buf **b) {
   if (h.serial < atomic_load(&eng->first_buf_serial))
     return gpar__errorf(GPAR_EBADBUF, "buffer handle %#llx:%llu: its engine is shut down", (unsigned long long)h.id,
                         (unsigned long long)h.serial);
-  if (slot >= eng->nslots || !eng->slots[slot] || eng->slots[slot]->serial != h.serial ||
-      atomic_load(&eng->slots[slot]->released))
-    return gpar__errorf(GPAR_EBADBUF, "buffer handle %#llx:%llu is released or invalid", (unsigned long long)h.id,
-                        (unsigned long long)h.serial);
-  *b = eng->slots[slot];
-  return GPAR_OK;
+  return gpar__errorf(GPAR_EBADBUF, "buffer handle %#llx:%llu is released or invalid", (unsigned long long)h.id,
+                      (unsigned long long)h.serial);
 }
 
-int gpar__buf_get(gpar_engine *eng, gpar_buffer h, gpar__buf **b) {
-  pthread_mutex_lock(&eng->mu);
-  int st = buf_find_locked(eng, h, b);
-  if (st == GPAR_OK) atomic_fetch_add_explicit(&(*b)->refs, 1, memory_order_relaxed);
-  pthread_mutex_unlock(&eng->mu);
-  return st;
+int gpar__buf_get(gpar_engine *eng, gpar_buffer h, gpar__buf **out) {
+  gpar__buf *b = h.id >> 32 == (uint64_t)eng->slot + 1 && h.serial ? slot_at(eng, (uint32_t)h.id) : NULL;
+  if (b && atomic_load_explicit(&eng->state, memory_order_relaxed) != GPAR__ENG_CLOSED) {
+    long r = atomic_load_explicit(&b->refs, memory_order_relaxed);
+    while (r > 0 && !atomic_compare_exchange_weak_explicit(&b->refs, &r, r + 1, memory_order_acquire,
+                                                          memory_order_relaxed)) {
+    }
+    if (r > 0) {
+      if (atomic_load_explicit(&b->serial, memory_order_relaxed) == h.serial &&
+          !atomic_load_explicit(&b->released, memory_order_relaxed)) {
+        *out = b;
+        return GPAR_OK;
+      }
+      gpar__buf_put(b); /* someone else's buffer now (a legitimate reference while held) */
+    }
+  }
+  return lookup_failure(eng, h);
 }
 
 void gpar__buf_ref(gpar__buf *b) { atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed); }
 
-/* Free a buffer nothing references any more (engine lock held). */
-static void buf_free_locked(gpar_engine *eng, gpar__buf *b) {
+/* Free a buffer nothing references any more, and its slot. */
+static void buf_free(gpar__buf *b) {
+  gpar_engine *eng = b->eng;
   if (b->dev)
     b->dev->ops->mem_free(b->dev->bdev, b->mem);
-  else
+  else if (b->mem)
     gpar__pinned_free(&eng->pinned, b->mem);
-  eng->slots[b->slot] = NULL;
-  eng->free_slots[eng->nfree++] = b->slot;
-  if (b->bytes) eng->stats.buffers_live--; /* tokens (no memory) are not counted */
+  if (b->bytes) atomic_fetch_sub_explicit(&eng->buffers_live, 1, memory_order_relaxed); /* tokens not counted */
   free(b->readers);
   free(b->errmsg);
-  free(b);
+  b->readers = NULL;
+  b->errmsg = NULL;
+  b->nreaders = b->capreaders = 0;
+  b->writer = NULL;
+  b->mem = NULL;
+  atomic_store(&b->serial, 0);
+  pthread_mutex_lock(&eng->buf_mu);
+  b->next_free = eng->free_head;
+  eng->free_head = b->slot + 1;
+  pthread_mutex_unlock(&eng->buf_mu);
 }
 
 void gpar__buf_put(gpar__buf *b) {
-  if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1) return;
-  gpar_engine *eng = b->eng;
-  pthread_mutex_lock(&eng->mu);
-  buf_free_locked(eng, b);
-  pthread_mutex_unlock(&eng->mu);
+  if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) == 1) buf_free(b);
 }
 
-/* Drop a reference with the engine lock held (retirement). */
-void gpar__buf_put_locked(gpar__buf *b) {
-  if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) == 1) buf_free_locked(b->eng, b);
-}
-
-/* A slot for a new buffer (engine lock held). */
-static int buf_register_locked(gpar_engine *eng, gpar__device *dev, size_t bytes, void *mem, gpar__buf **out) {
-  if (atomic_load(&eng->state) == GPAR__ENG_CLOSED) return gpar__errorf(GPAR_ESHUTDOWN, "engine is shut down");
-  if (!eng->nfree && eng->nslots == eng->capslots) {
-    uint32_t cap = eng->capslots ? eng->capslots * 2 : 64;
-    if (cap > (1u << 30)) return gpar__errorf(GPAR_ENOMEM, "too many buffers");
-    gpar__buf **s = realloc(eng->slots, sizeof *s * cap);
-    if (s) eng->slots = s;
-    uint32_t *f = realloc(eng->free_slots, sizeof *f * cap);
-    if (f) eng->free_slots = f;
-    if (!s || !f) return gpar__errorf(GPAR_ENOMEM, "out of host memory for buffer slots");
-    eng->capslots = cap;
+/* A free slot (a new chunk when none); NULL when the table is full or out of memory. */
+static gpar__buf *slot_take(gpar_engine *eng) {
+  gpar__buf *b = NULL;
+  pthread_mutex_lock(&eng->buf_mu);
+  if (eng->free_head) {
+    b = slot_at(eng, eng->free_head - 1);
+    eng->free_head = b->next_free;
+  } else if (eng->nslots < (uint32_t)GPAR__BUF_CHUNK * GPAR__BUF_CHUNKS) {
+    uint32_t i = eng->nslots;
+    gpar__buf *chunk = atomic_load(&eng->buf_chunks[i / GPAR__BUF_CHUNK]);
+    if (!chunk && (chunk = calloc(GPAR__BUF_CHUNK, sizeof *chunk))) {
+      for (uint32_t k = 0; k < GPAR__BUF_CHUNK; k++) chunk[k].slot = i + k;
+      atomic_store_explicit(&eng->buf_chunks[i / GPAR__BUF_CHUNK], chunk, memory_order_release);
+    }
+    if (chunk) {
+      b = &chunk[i % GPAR__BUF_CHUNK];
+      eng->nslots++;
+    }
   }
+  pthread_mutex_unlock(&eng->buf_mu);
+  return b;
+}
+
+/* A new buffer over mem (bytes 0: a token), with one reference: the handle's. */
+static int buf_register(gpar_engine *eng, gpar__device *dev, size_t bytes, void *mem, gpar_buffer *out) {
+  if (atomic_load(&eng->state) == GPAR__ENG_CLOSED) return gpar__errorf(GPAR_ESHUTDOWN, "engine is shut down");
   uint64_t serial = buf_serial_next();
   if (!serial) return gpar__errorf(GPAR_ENOMEM, "buffer serials used up");
-  gpar__buf *b = calloc(1, sizeof *b);
-  if (!b) return gpar__errorf(GPAR_ENOMEM, "out of host memory");
-  b->mem = mem;
-  b->slot = eng->nfree ? eng->free_slots[--eng->nfree] : eng->nslots++;
-  b->serial = serial;
+  gpar__buf *b = slot_take(eng);
+  if (!b)
+    return gpar__errorf(GPAR_ENOMEM, "too many buffers (at most %u alive at once), or out of host memory",
+                        (unsigned)GPAR__BUF_CHUNK * GPAR__BUF_CHUNKS);
   b->eng = eng;
   b->dev = dev;
   b->host_memory = !dev || !dev->ops->ordered_by_events;
+  b->mem = mem;
   b->bytes = bytes;
-  atomic_init(&b->refs, 1); /* the handle's */
-  eng->slots[b->slot] = b;
-  if (bytes) eng->stats.buffers_live++;
-  *out = b;
+  b->status = GPAR_OK;
+  atomic_store(&b->released, 0);
+  atomic_store(&b->serial, serial);
+  if (bytes) atomic_fetch_add_explicit(&eng->buffers_live, 1, memory_order_relaxed);
+  atomic_store_explicit(&b->refs, 1, memory_order_release); /* visible whole from here on */
+  *out = gpar__buf_handle(b);
   return GPAR_OK;
 }
 
@@ -133,7 +166,6 @@ int gpar__buf_create(gpar_engine *eng, int dev, size_t bytes, gpar_buffer *buf) 
     return gpar__errorf(d->ops->ordered_by_events ? GPAR_EDEVMEM : GPAR_ENOMEM,
                         "gpar_buffer_create: %zu bytes exceed the %llu bytes of device %d (%s)", bytes,
                         (unsigned long long)d->info.memory_bytes, dev, d->info.name);
-  /* Allocation may call the vendor (pool refill): not under the engine lock. */
   void *mem;
   if (d) {
     st = gpar__fault(eng, GPAR__FAULT_ALLOC);
@@ -142,12 +174,7 @@ int gpar__buf_create(gpar_engine *eng, int dev, size_t bytes, gpar_buffer *buf) 
     st = gpar__pinned_alloc(eng, bytes, &mem);
   }
   if (st) return st;
-  gpar__buf *b;
-  pthread_mutex_lock(&eng->mu);
-  st = buf_register_locked(eng, d, bytes, mem, &b);
-  if (st == GPAR_OK) *buf = gpar__buf_handle(b);
-  pthread_mutex_unlock(&eng->mu);
-  if (st != GPAR_OK) {
+  if ((st = buf_register(eng, d, bytes, mem, buf)) != GPAR_OK) {
     if (d)
       d->ops->mem_free(d->bdev, mem);
     else
@@ -156,32 +183,30 @@ int gpar__buf_create(gpar_engine *eng, int dev, size_t bytes, gpar_buffer *buf) 
   return st;
 }
 
-int gpar__buf_create_token(gpar_engine *eng, gpar_buffer *buf) {
-  gpar__buf *b;
-  pthread_mutex_lock(&eng->mu);
-  int st = buf_register_locked(eng, NULL, 0, NULL, &b);
-  if (st == GPAR_OK) *buf = gpar__buf_handle(b);
-  pthread_mutex_unlock(&eng->mu);
-  return st;
-}
+int gpar__buf_create_token(gpar_engine *eng, gpar_buffer *buf) { return buf_register(eng, NULL, 0, NULL, buf); }
 
 int gpar__buf_release(gpar_engine *eng, gpar_buffer h) {
   gpar__buf *b;
-  pthread_mutex_lock(&eng->mu);
-  int st = buf_find_locked(eng, h, &b);
-  if (st == GPAR_OK) atomic_store(&b->released, 1);
-  pthread_mutex_unlock(&eng->mu);
-  if (st == GPAR_OK) gpar__buf_put(b); /* the handle's reference */
-  return st;
+  int st = gpar__buf_get(eng, h, &b);
+  if (st) return st;
+  int was = atomic_exchange(&b->released, 1);
+  if (!was) gpar__buf_put(b); /* the handle's reference */
+  gpar__buf_put(b);           /* the lookup's */
+  return was ? lookup_failure(eng, h) : GPAR_OK;
 }
 
 void gpar__buf_free_all(gpar_engine *eng) {
-  pthread_mutex_lock(&eng->mu);
-  for (uint32_t s = 0; s < eng->nslots; s++)
-    if (eng->slots[s]) buf_free_locked(eng, eng->slots[s]);
-  pthread_mutex_unlock(&eng->mu);
-  free(eng->slots);
-  free(eng->free_slots);
-  eng->slots = NULL;
-  eng->free_slots = NULL;
+  for (uint32_t i = 0; i < eng->nslots; i++) {
+    gpar__buf *b = slot_at(eng, i);
+    if (b && atomic_load(&b->refs) > 0) {
+      atomic_store(&b->refs, 0);
+      buf_free(b);
+    }
+  }
+  for (int c = 0; c < GPAR__BUF_CHUNKS; c++) {
+    free(atomic_load(&eng->buf_chunks[c]));
+    atomic_store(&eng->buf_chunks[c], NULL);
+  }
+  eng->nslots = 0;
+  eng->free_head = 0;
 }

@@ -1,9 +1,8 @@
-/* complete.c: completion. Retiring finished ops under the engine lock (gpar__complete_finished,
- * for CPU workers and GPU completion threads alike), and the
- * completion threads of GPU devices. The dispatcher hands each dispatched op to its device's
- * completion thread, in one FIFO per lane; the thread polls the event at the head of each lane
- * every ~20-60 us (nanosleep) while any lane is busy, sleeps on a condition variable when none
- * is, and completes every finished op of a pass in one engine lock. Polling, rather than host
+/* complete.c: completion of GPU ops: the completion thread of each GPU device. The dispatcher
+ * hands each dispatched op to its device's completion thread, in one FIFO per lane; the thread
+ * polls the event at the head of each lane every ~20-60 us (nanosleep) while any lane is busy,
+ * sleeps on a condition variable when none is, and completes every finished op of a pass,
+ * retiring it and what waited on it (deps.c) itself. Polling, rather than host
  * callbacks (cudaLaunchHostFunc stalls the stream ~3 us per op, baselines.md) or a blocking
  * cudaEventSynchronize on the oldest event, keeps this thread off the driver's locks while the
  * dispatcher launches small ops, and never holds a short copy behind a long GEMM. */
@@ -13,37 +12,10 @@
 
 #include "engine/engine.h"
 
-/* ---------------------------------------------------------------- retiring finished ops */
-
-/* One finished op under the engine lock: a CPU op becomes DISPATCHED (it ran), a failure the
- * device or the completion pass found becomes its status, then it completes. */
-static void finished_locked(gpar_engine *eng, gpar__op *op) {
-  if (op->state == GPAR__ST_READY) gpar__op_set_state(op, GPAR__ST_DISPATCHED);
-  if (op->async_status != GPAR_OK && op->status == GPAR_OK) {
-    op->status = op->async_status;
-    free(op->errmsg);
-    op->errmsg = op->async_msg;
-    op->async_msg = NULL;
-  }
-  gpar__op_complete_locked(eng, op, GPAR_OK);
-}
-
-void gpar__complete_finished(gpar_engine *eng, gpar__op *ops) {
-  gpar__op *next;
-  if (!ops) return;
-  pthread_mutex_lock(&eng->mu);
-  for (gpar__op *op = ops; op; op = next) {
-    next = op->next;
-    finished_locked(eng, op);
-  }
-  pthread_mutex_unlock(&eng->mu);
-}
-
 /* ---------------------------------------------------------------- GPU completion thread */
 
 /* Hand dispatched ops to the completion thread, and complete at once those without an event. */
 void gpar__completer_hand(gpar__device *dev, gpar__op *group) {
-  gpar_engine *eng = dev->eng;
   gpar__op *no_event = NULL, *next;
   pthread_mutex_lock(&dev->cmu);
   for (gpar__op *op = group; op; op = next) {
@@ -62,7 +34,10 @@ void gpar__completer_hand(gpar__device *dev, gpar__op *group) {
   }
   pthread_cond_signal(&dev->ccv);
   pthread_mutex_unlock(&dev->cmu);
-  if (no_event) gpar__complete_finished(eng, no_event);
+  for (gpar__op *op = no_event; op; op = next) { /* its lane was synchronised: done already */
+    next = op->next;
+    gpar__op_done(op);
+  }
 }
 
 /* Take the finished heads of every lane, in lane order; *busy: lanes still running. watch[l]:
@@ -94,7 +69,7 @@ static gpar__op *take_done_locked(gpar__device *dev, int *busy, gpar__op **watch
 }
 
 /* Complete a pass's finished ops. The fault to inject and the device's failure are settled
- * here (their messages are this thread's), then the ops retire together. */
+ * here (their messages are this thread's), then each retires (with what waited on it). */
 static void complete_done(gpar__device *dev, gpar__op *done) {
   gpar_engine *eng = dev->eng;
   for (gpar__op *op = done; op; op = op->next) {
@@ -114,7 +89,10 @@ static void complete_done(gpar__device *dev, gpar__op *done) {
       op->async_msg = strdup(gpar__error_msg());
     }
   }
-  gpar__complete_finished(eng, done);
+  for (gpar__op *op = done, *next; op; op = next) {
+    next = op->next;
+    gpar__op_done(op); /* deps.c */
+  }
 }
 
 void *gpar__completer_main(void *arg) {

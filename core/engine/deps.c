@@ -1,13 +1,25 @@
-/* deps.c: dependency tracking. Edges between ops, the last writer and readers of each buffer
- * (MXNet-style var queues), submission, and retirement with failure propagation. Everything
- * here runs under the engine lock.
+/* deps.c: dependency tracking without a global lock. Each buffer keeps its last writer and the
+ * readers since (MXNet's variables) under its own lock; each op counts its unmet and unretired
+ * producers in atomics, and whoever brings a count to 0 makes the op ready or retires it; a
+ * producer's consumer list is guarded by the producer's own lock only while consumers are
+ * linked to it and while it is dispatched. The thread that finishes an op retires it and
+ * releases its consumers with no lock but the buffers' (Nanos6, SuperGlue); a CPU worker keeps
+ * one consumer it makes ready to run next itself.
  *
  * Ordering rule: an edge producer -> consumer is ordered on the device (the consumer's lane
  * waits on the producer's event) when both run on lanes of one event backend that can wait
  * across the two devices; every other edge (CPU ops, across backends) waits for the producer to
  * retire. A consumer's `unmet` counts producers not yet dispatched (event edges) or retired
  * (the others); `unretired` counts producers not yet retired: an op retires only after its
- * producers, so a buffer's status always comes from its last writer. */
+ * producers, so a buffer's status always comes from its last writer.
+ *
+ * Why no consumer is lost: a consumer is linked behind a producer only while the linking thread
+ * holds the lock of a buffer where the producer is still the writer or a reader; a retiring op
+ * takes itself out of each buffer under that buffer's lock before it walks its consumer list,
+ * so every edge to it exists by then. Dispatch changes the state and walks the list under the
+ * op's lock, and a linking thread reads the state under the same lock, so an edge linked after
+ * the dispatch knows not to wait for it.
+ * Lock order: a buffer's lock, then an op's lock; never two buffers or two ops at once. */
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +47,9 @@ static int edges_push(gpar__edges *e, gpar__op *op, int flags) {
   e->n++;
   return GPAR_OK;
 }
+
+/* An access's mode, read while producers may mark it (GPAR__READ_FAILED) from other threads. */
+static int access_mode(const gpar__access *a) { return __atomic_load_n(&a->mode, __ATOMIC_RELAXED); }
 
 /* The status op leaves on buffer b that it writes: its own, or with per-buffer outcomes the
  * mark of its access to b. */
@@ -66,24 +81,18 @@ static int op_writes(const gpar__op *op, const gpar__buf *b) {
 }
 
 /* Consumer c, linked behind op by a data edge, reads what op failed to produce: mark each read
- * access of c whose buffer op wrote and failed (GPAR__READ_FAILED) and the op as a whole
- * (dep_failed). Nothing when op succeeded. */
+ * access of c whose buffer op wrote and failed (GPAR__READ_FAILED) and c as a whole
+ * (dep_failed). Nothing when op succeeded. op's status is final: it is dispatched or retired. */
 static void mark_failed_reads(const gpar__op *op, gpar__op *c) {
   const char *msg;
   if (op->status == GPAR_OK) return;
   for (int a = 0; a < c->nacc; a++) {
     gpar__access *acc = gpar__op_access(c, a);
-    if ((acc->mode & GPAR__READ) && op_writes(op, acc->buf) && gpar__op_write_status(op, acc->buf, &msg) != GPAR_OK) {
-      acc->mode |= GPAR__READ_FAILED;
+    if ((access_mode(acc) & GPAR__READ) && op_writes(op, acc->buf) && gpar__op_write_status(op, acc->buf, &msg) != GPAR_OK) {
+      __atomic_fetch_or(&acc->mode, GPAR__READ_FAILED, __ATOMIC_RELAXED);
       atomic_store(&c->dep_failed, 1);
     }
   }
-}
-
-static void make_ready_locked(gpar__op *op) {
-  gpar__op_set_state(op, GPAR__ST_READY);
-  if (op->dev->eng->tracing) op->t_ready = gpar__now();
-  gpar__queue_push(&op->dev->ready, op);
 }
 
 static int edge_on_device(const gpar__op *p, const gpar__op *c) {
@@ -95,27 +104,40 @@ static int edge_on_device(const gpar__op *p, const gpar__op *c) {
          (pd == cd || pd->ops->can_wait(pd->be, pd->bidx, cd->bidx));
 }
 
-/* Link consumer c behind producer p. */
-static int add_edge_locked(gpar__op *p, gpar__op *c, int data) {
+/* Link consumer c behind producer p, which the caller found in a buffer it holds the lock of
+ * (so p has not retired). */
+static int add_edge(gpar__op *p, gpar__op *c, int data) {
   for (int i = 0; i < c->prods.n; i++)
     if (c->prods.v[i].op == p) { /* already linked through another buffer */
       if (data && !(c->prods.v[i].flags & GPAR__EDGE_DATA)) {
         c->prods.v[i].flags |= GPAR__EDGE_DATA;
+        gpar__spin_lock(&p->lock);
         for (int j = 0; j < p->succs.n; j++)
           if (p->succs.v[j].op == c) p->succs.v[j].flags |= GPAR__EDGE_DATA;
+        if (atomic_load(&p->state) >= GPAR__ST_DISPATCHED) mark_failed_reads(p, c);
+        gpar__spin_unlock(&p->lock);
       }
       return GPAR_OK;
     }
   int flags = (data ? GPAR__EDGE_DATA : 0) | (edge_on_device(p, c) ? GPAR__EDGE_EVENT : 0);
-  if (edges_push(&p->succs, c, flags) || edges_push(&c->prods, p, flags)) return GPAR_ENOMEM;
-  p->refs++;
-  c->unretired++;
-  if (!(flags & GPAR__EDGE_EVENT) || p->state < GPAR__ST_DISPATCHED) c->unmet++;
-  if (p->state >= GPAR__ST_DISPATCHED && data) mark_failed_reads(p, c);
-  return GPAR_OK;
+  if (edges_push(&c->prods, p, flags)) return GPAR_ENOMEM;
+  int st = GPAR_OK;
+  gpar__spin_lock(&p->lock);
+  int dispatched = atomic_load(&p->state) >= GPAR__ST_DISPATCHED;
+  if (edges_push(&p->succs, c, flags) != GPAR_OK) {
+    st = GPAR_ENOMEM;
+  } else {
+    atomic_fetch_add_explicit(&p->refs, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&c->unretired, 1, memory_order_relaxed);
+    if (!(flags & GPAR__EDGE_EVENT) || !dispatched) atomic_fetch_add_explicit(&c->unmet, 1, memory_order_relaxed);
+    if (dispatched && data) mark_failed_reads(p, c);
+  }
+  gpar__spin_unlock(&p->lock);
+  if (st != GPAR_OK) c->prods.n--; /* not linked after all */
+  return st;
 }
 
-static int buf_add_reader_locked(gpar__buf *b, gpar__op *op) {
+static int buf_add_reader(gpar__buf *b, gpar__op *op) {
   if (b->nreaders && b->readers[b->nreaders - 1] == op) return GPAR_OK;
   if (b->nreaders == b->capreaders) {
     int cap = b->capreaders ? b->capreaders * 2 : 4;
@@ -128,8 +150,8 @@ static int buf_add_reader_locked(gpar__buf *b, gpar__op *op) {
   return GPAR_OK;
 }
 
-static void buf_remove_reader_locked(gpar__buf *b, gpar__op *op) {
-  for (int r = 0; r < b->nreaders; r++)
+static void buf_remove_reader(gpar__buf *b, gpar__op *op) {
+  for (int r = b->nreaders - 1; r >= 0; r--) /* from the newest: readers retire roughly in order */
     if (b->readers[r] == op) {
       memmove(&b->readers[r], &b->readers[r + 1], sizeof *b->readers * (size_t)(b->nreaders - r - 1));
       b->nreaders--;
@@ -137,46 +159,77 @@ static void buf_remove_reader_locked(gpar__buf *b, gpar__op *op) {
     }
 }
 
+/* ---------------------------------------------------------------- ready */
+
+/* op's producers are met: queue it on its device, or hand it back in *next to a worker of
+ * `local` that will run it at once (one per worker; the others are queued). */
+static void make_ready(gpar__op *op, gpar__device *local, gpar__op **next) {
+  gpar__op_set_state(op, GPAR__ST_READY);
+  if (op->eng->tracing) op->t_ready = gpar__now();
+  if (next && !*next && op->dev == local) {
+    op->next = NULL;
+    *next = op;
+    return;
+  }
+  gpar__queue_push(&op->dev->ready, op);
+}
+
 /* ---------------------------------------------------------------- submit */
 
 _Thread_local gpar__op_sink gpar__sink;
 
-/* Link the op behind the last writer and readers of each buffer it touches and queue it on its
- * device when nothing holds it back (engine lock held; the engine is not closed). */
-static void link_locked(gpar_engine *eng, gpar__op *op, int keep) {
-  int st = GPAR_OK;
-  op->refs = 1 + (keep ? 1 : 0);
-  gpar__op_set_state(op, GPAR__ST_WAITING);
-  op->seq = ++eng->seq;
-  op->inflight_prev = eng->inflight_tail;
-  op->inflight_next = NULL;
-  if (eng->inflight_tail)
-    eng->inflight_tail->inflight_next = op;
-  else
-    eng->inflight_head = op;
-  eng->inflight_tail = op;
-  eng->stats.ops_submitted++;
-  eng->stats.ops_in_flight++;
-  if (eng->tracing) op->t_call = gpar__depth ? gpar__t_call : gpar__now();
-  for (int i = 0; i < op->nacc && st == GPAR_OK; i++) {
-    gpar__access *a = gpar__op_access(op, i);
-    gpar__buf *b = a->buf;
-    /* A read depends on the data of the last writer; a pure overwrite only follows it. */
-    if (b->writer)
-      st = add_edge_locked(b->writer, op, (a->mode & GPAR__READ) != 0);
-    else if ((a->mode & GPAR__READ) && b->status != GPAR_OK) { /* its last writer failed */
-      a->mode |= GPAR__READ_FAILED;
-      atomic_store(&op->dep_failed, 1);
-    }
-    if (a->mode & GPAR__WRITE) {
-      for (int r = 0; r < b->nreaders && st == GPAR_OK; r++)
-        if (b->readers[r] != op) st = add_edge_locked(b->readers[r], op, 0);
+/* Link the op through one access (its buffer's lock held): behind the buffer's last writer
+ * and, for a write, its readers since; the op becomes the writer or one more reader. */
+static int link_access(gpar__op *op, gpar__access *a) {
+  gpar__buf *b = a->buf;
+  int mode = access_mode(a), st = GPAR_OK;
+  /* A read depends on the data of the last writer; a pure overwrite only follows it. */
+  if (b->writer) {
+    st = add_edge(b->writer, op, (mode & GPAR__READ) != 0);
+  } else if ((mode & GPAR__READ) && b->status != GPAR_OK) { /* its last writer failed */
+    __atomic_fetch_or(&a->mode, GPAR__READ_FAILED, __ATOMIC_RELAXED);
+    atomic_store(&op->dep_failed, 1);
+  }
+  if (mode & GPAR__WRITE) {
+    for (int r = 0; r < b->nreaders && st == GPAR_OK; r++)
+      if (b->readers[r] != op) st = add_edge(b->readers[r], op, 0);
+    if (st == GPAR_OK) {
       b->nreaders = 0;
       b->writer = op;
-    } else if (st == GPAR_OK) {
-      st = buf_add_reader_locked(b, op);
     }
+  } else if (st == GPAR_OK) {
+    st = buf_add_reader(b, op);
   }
+  return st;
+}
+
+static int by_buffer(const void *x, const void *y) {
+  uintptr_t a = (uintptr_t)(*(gpar__access *const *)x)->buf, b = (uintptr_t)(*(gpar__access *const *)y)->buf;
+  return a < b ? -1 : a > b;
+}
+
+/* Link the op behind the last writer and readers of each buffer it touches and queue it on its
+ * device when nothing holds it back. The op takes its place on all its buffers at once: their
+ * locks are held together, taken in address order (no deadlock), or two ops submitted by two
+ * threads on the same two buffers could each come first on one of them, a cycle. */
+static void link_op(gpar_engine *eng, gpar__op *op) {
+  enum { STACK = 16 };
+  gpar__access *stack[STACK], **acc = op->nacc <= STACK ? stack : malloc(sizeof *acc * (size_t)op->nacc);
+  int st = acc ? GPAR_OK : GPAR_ENOMEM, n = acc ? op->nacc : 0, linked = 0;
+  gpar__op_set_state(op, GPAR__ST_WAITING);
+  if (eng->tracing) op->t_call = gpar__depth ? gpar__t_call : gpar__now();
+  for (int i = 0; i < n; i++) acc[i] = gpar__op_access(op, i);
+  if (n > 1) qsort(acc, (size_t)n, sizeof *acc, by_buffer);
+  for (int i = 0; i < n; i++) gpar__spin_lock(&acc[i]->buf->lock);
+  for (; linked < n && st == GPAR_OK; linked++) st = link_access(op, acc[linked]);
+  for (int i = n - 1; i >= 0; i--) gpar__spin_unlock(&acc[i]->buf->lock);
+  if (st != GPAR_OK) { /* the failed access and those after it: retirement leaves them alone */
+    if (acc)
+      for (int i = linked - 1; i < n; i++) __atomic_fetch_or(&acc[i]->mode, GPAR__UNLINKED, __ATOMIC_RELAXED);
+    else
+      for (int i = 0; i < op->nacc; i++) __atomic_fetch_or(&gpar__op_access(op, i)->mode, GPAR__UNLINKED, __ATOMIC_RELAXED);
+  }
+  if (acc != stack) free(acc);
   if (st != GPAR_OK) {
     /* Host memory ran out while linking: the op cannot run, but it is linked, so it retires
      * through the normal path with the error (its writes are poisoned, waits report it). */
@@ -187,7 +240,7 @@ static void link_locked(gpar_engine *eng, gpar__op *op, int keep) {
     atomic_store(&op->dep_failed, 1);
   }
   if (eng->tracing) op->t_submit = gpar__now();
-  if (op->unmet == 0) make_ready_locked(op);
+  if (atomic_fetch_sub_explicit(&op->unmet, 1, memory_order_acq_rel) == 1) make_ready(op, NULL, NULL);
 }
 
 int gpar__op_submit_all(gpar__op **ops, int n, int flags, gpar__op **kept) {
@@ -203,16 +256,22 @@ int gpar__op_submit_all(gpar__op **ops, int n, int flags, gpar__op **kept) {
     }
     return st;
   }
-  pthread_mutex_lock(&eng->mu);
-  int closed = atomic_load(&eng->state) == GPAR__ENG_CLOSED; /* drained: nothing may start now */
-  for (int i = 0; i < n && !closed; i++) {
-    link_locked(eng, ops[i], keep);
-    if (keep && kept) kept[i] = ops[i];
+  for (int i = 0; i < n; i++) {
+    atomic_init(&ops[i]->refs, 1 + keep);
+    atomic_init(&ops[i]->unmet, 1);
+    atomic_init(&ops[i]->unretired, 1);
   }
-  pthread_mutex_unlock(&eng->mu);
-  if (!closed) return GPAR_OK;
-  for (int i = 0; i < n; i++) gpar__op_discard(ops[i]);
-  return gpar__errorf(GPAR_ESHUTDOWN, "engine is shut down");
+  /* Counted in flight first, then the engine's state checked: the drain closes it the other
+   * way round (wait.c), so either it waits for these ops or they see it closed. */
+  if (gpar__inflight_enter(eng, ops, n) != GPAR_OK) {
+    for (int i = 0; i < n; i++) gpar__op_discard(ops[i]);
+    return gpar__errorf(GPAR_ESHUTDOWN, "engine is shut down");
+  }
+  for (int i = 0; i < n; i++) {
+    if (keep && kept) kept[i] = ops[i];
+    link_op(eng, ops[i]);
+  }
+  return GPAR_OK;
 }
 
 int gpar__op_submit(gpar__op *op, int flags, gpar__op **kept) {
@@ -225,102 +284,129 @@ int gpar__op_submit(gpar__op *op, int flags, gpar__op **kept) {
 /* ---------------------------------------------------------------- release and retire */
 
 /* Producers' references are held until the consumer no longer reads their events. */
-static void drop_producers_locked(gpar_engine *eng, gpar__op *op) {
-  for (int i = 0; i < op->prods.n; i++) gpar__op_unref_locked(eng, op->prods.v[i].op);
+static void drop_producers(gpar__op *op) {
+  for (int i = 0; i < op->prods.n; i++) gpar__op_unref(op->prods.v[i].op);
   op->prods.n = 0;
 }
 
-/* The one place successors are released. At dispatch (retired = 0) the consumers that wait on
- * op's event; at retirement the others, and every consumer learns one more producer retired
- * (those now complete are pushed on *work). A failure of op reaches consumers of its data. */
-static void release_succs_locked(gpar__op *op, int retired, gpar__device *local, gpar__op ***local_tail,
-                                 gpar__op **work) {
+void gpar__op_dispatched(gpar__op *op, gpar__device *local, gpar__op ***local_tail) {
+  drop_producers(op);
+  gpar__spin_lock(&op->lock); /* linking threads see the state and the list together */
+  gpar__op_set_state(op, GPAR__ST_DISPATCHED);
+  for (int i = 0; i < op->succs.n; i++) {
+    gpar__op *c = op->succs.v[i].op;
+    int flags = op->succs.v[i].flags;
+    if (!(flags & GPAR__EDGE_EVENT)) continue;
+    if (flags & GPAR__EDGE_DATA) mark_failed_reads(op, c);
+    if (atomic_fetch_sub_explicit(&c->unmet, 1, memory_order_acq_rel) != 1) continue;
+    if (c->dev == local) { /* the dispatcher runs it next, ahead of its batch */
+      gpar__op_set_state(c, GPAR__ST_READY);
+      if (local->eng->tracing) c->t_ready = gpar__now();
+      c->next = NULL;
+      **local_tail = c;
+      *local_tail = &c->next;
+    } else {
+      make_ready(c, NULL, NULL);
+    }
+  }
+  gpar__spin_unlock(&op->lock);
+}
+
+/* Take op out of each buffer it touched, setting the status of those it wrote, and drop its
+ * references on them. */
+static void leave_buffers(gpar__op *op) {
+  for (int i = 0; i < op->nacc; i++) {
+    gpar__access *a = gpar__op_access(op, i);
+    gpar__buf *b = a->buf;
+    char *msg_copy = NULL, *old = NULL;
+    int st = GPAR_OK;
+    if (a->mode & GPAR__UNLINKED) {
+      gpar__buf_put(b);
+      continue;
+    }
+    if (a->mode & GPAR__WRITE) {
+      const char *msg; /* with per-buffer outcomes: its outcome on b */
+      st = gpar__op_write_status(op, b, &msg);
+      if (st != GPAR_OK && msg) msg_copy = strdup(msg);
+    }
+    gpar__spin_lock(&b->lock);
+    if (a->mode & GPAR__WRITE) {
+      if (b->writer == op) b->writer = NULL;
+      b->status = st;
+      old = b->errmsg;
+      b->errmsg = msg_copy;
+    } else {
+      buf_remove_reader(b, op);
+    }
+    gpar__spin_unlock(&b->lock);
+    free(old);
+    gpar__buf_put(b); /* the op's reference */
+  }
+}
+
+/* Retire op (done, every producer retired): its buffers, counters, consumers (those it makes
+ * ready go to their queues or to *next; those it lets retire onto *work), waiters. */
+static void retire_one(gpar__op *op, gpar__device *local, gpar__op **next, gpar__op **work) {
+  gpar_engine *eng = op->eng;
+  assert(atomic_load(&op->unretired) == 0);
+  drop_producers(op); /* CPU ops: dispatch dropped nothing */
+  if (op->status == GPAR_OK && atomic_load(&op->dep_failed)) gpar__op_fail(op, GPAR_EDEPFAILED);
+  leave_buffers(op);
+  /* Its failure is the engine's first error before any consumer can retire with its own. */
+  if (op->status != GPAR_OK && !op->reported) gpar__first_error(eng, op->status, op->errmsg);
+  /* No consumer can be linked to op any more (it is in no buffer): the list is final. */
   for (int i = 0; i < op->succs.n; i++) {
     gpar__op *c = op->succs.v[i].op;
     int flags = op->succs.v[i].flags;
     if (flags & GPAR__EDGE_DATA) mark_failed_reads(op, c);
-    if ((flags & GPAR__EDGE_EVENT ? 0 : 1) == retired && --c->unmet == 0) {
-      if (c->dev == local) { /* the dispatcher runs it next, ahead of its batch */
-        gpar__op_set_state(c, GPAR__ST_READY);
-        if (local->eng->tracing) c->t_ready = gpar__now();
-        c->next = NULL;
-        **local_tail = c;
-        *local_tail = &c->next;
-      } else {
-        make_ready_locked(c);
-      }
-    }
-    if (retired && --c->unretired == 0 && c->state == GPAR__ST_DONE) {
+    if (!(flags & GPAR__EDGE_EVENT) && atomic_fetch_sub_explicit(&c->unmet, 1, memory_order_acq_rel) == 1)
+      make_ready(c, local, next);
+    if (atomic_fetch_sub_explicit(&c->unretired, 1, memory_order_acq_rel) == 1) { /* c is done: retire it */
       c->next = *work;
       *work = c;
     }
   }
-}
-
-void gpar__op_dispatched_locked(gpar_engine *eng, gpar__op *op, gpar__device *local, gpar__op ***local_tail) {
-  gpar__op_set_state(op, GPAR__ST_DISPATCHED);
-  drop_producers_locked(eng, op);
-  release_succs_locked(op, 0, local, local_tail, NULL);
-}
-
-static void retire_one_locked(gpar_engine *eng, gpar__op *op, gpar__op **work) {
-  assert(op->unretired == 0);
-  gpar__op_set_state(op, GPAR__ST_RETIRED);
-  drop_producers_locked(eng, op); /* CPU ops: dispatch dropped nothing */
-  if (op->status == GPAR_OK && atomic_load(&op->dep_failed)) gpar__op_fail(op, GPAR_EDEPFAILED);
-  for (int i = 0; i < op->nacc; i++) {
-    gpar__access *a = gpar__op_access(op, i);
-    gpar__buf *b = a->buf;
-    if (a->mode & GPAR__WRITE) {
-      if (b->writer == op) b->writer = NULL;
-      const char *msg; /* with per-buffer outcomes: its outcome on b */
-      b->status = gpar__op_write_status(op, b, &msg);
-      free(b->errmsg);
-      b->errmsg = msg ? strdup(msg) : NULL;
-    } else {
-      buf_remove_reader_locked(b, op);
-    }
-    gpar__buf_put_locked(b); /* the op's reference */
-  }
-  if (op->inflight_prev)
-    op->inflight_prev->inflight_next = op->inflight_next;
-  else
-    eng->inflight_head = op->inflight_next;
-  if (op->inflight_next)
-    op->inflight_next->inflight_prev = op->inflight_prev;
-  else
-    eng->inflight_tail = op->inflight_prev;
-  eng->stats.ops_in_flight--;
-  eng->stats.ops_completed++;
-  if (op->status != GPAR_OK) {
-    eng->stats.ops_failed++;
-    if (eng->first_error == GPAR_OK && !op->reported) {
-      eng->first_error = op->status;
-      free(eng->first_errmsg);
-      eng->first_errmsg = op->errmsg ? strdup(op->errmsg) : NULL;
-    }
-  }
-  release_succs_locked(op, 1, NULL, NULL, work);
-  if (eng->tracing) gpar__trace_op_locked(eng, op, gpar__now());
+  if (eng->tracing) gpar__trace_op(eng, op, gpar__now());
   gpar__op_release_owned(op);
-  gpar__op_unref_locked(eng, op);
+  /* Counted out after the in-flight reference is dropped (its events go with it), so a wait
+   * that returns sees every counter back where the op found it. */
+  int epoch = op->epoch, failed = op->status != GPAR_OK;
+  gpar__op_set_state(op, GPAR__ST_RETIRED);
+  gpar__op_unref(op);
+  gpar__inflight_leave(eng, epoch, failed); /* counts, waiters */
 }
 
-void gpar__op_complete_locked(gpar_engine *eng, gpar__op *op, int status) {
-  if (status != GPAR_OK && op->status == GPAR_OK) {
-    op->status = status;
-    free(op->errmsg);
-    op->errmsg = strdup(gpar__error_msg());
-  }
+/* op is done on its device: retire it, and what waited for it, once its producers have. */
+static void done(gpar__op *op, gpar__device *local, gpar__op **next) {
   gpar__op_set_state(op, GPAR__ST_DONE);
-  if (eng->tracing) op->t_seen = gpar__now();
-  if (op->unretired) return;
+  if (op->eng->tracing) op->t_seen = gpar__now();
+  if (atomic_fetch_sub_explicit(&op->unretired, 1, memory_order_acq_rel) != 1) return;
   gpar__op *work = op;
   op->next = NULL;
   while (work) {
     gpar__op *o = work;
     work = o->next;
-    retire_one_locked(eng, o, &work);
+    retire_one(o, local, next, &work);
   }
-  if (eng->nwaiters) pthread_cond_broadcast(&eng->retire_cv);
+}
+
+void gpar__op_ran(gpar__op *op, gpar__device *local, gpar__op **next) {
+  gpar__spin_lock(&op->lock); /* a linking thread reads its status once it is dispatched */
+  gpar__op_set_state(op, GPAR__ST_DISPATCHED);
+  gpar__spin_unlock(&op->lock);
+  done(op, local, next);
+}
+
+void gpar__op_done(gpar__op *op) {
+  if (op->async_status != GPAR_OK) {
+    gpar__spin_lock(&op->lock);
+    if (op->status == GPAR_OK) {
+      op->status = op->async_status;
+      free(op->errmsg);
+      op->errmsg = op->async_msg;
+      op->async_msg = NULL;
+    }
+    gpar__spin_unlock(&op->lock);
+  }
+  done(op, NULL, NULL);
 }

@@ -10,24 +10,30 @@
 
 /* ---------------------------------------------------------------- CPU workers */
 
-/* Run one op to completion, then complete it (retiring it and what waited on it). */
+/* Run ops to completion and complete them (retiring them and what waited on them). The
+ * worker that finishes an op runs one consumer it made ready itself, next (Nanos6): a chain
+ * runs on one worker without a hand-off per op. */
 static void *host_worker(void *arg) {
   gpar__device *dev = arg;
   gpar_engine *eng = dev->eng;
   gpar__in_op = 1;
   gpar__op *op;
-  while ((op = gpar__queue_pop(&dev->ready, 0))) {
-    int st = GPAR_EDEPFAILED;
-    if (eng->tracing) op->t_taken = op->t_start = gpar__now();
-    if (!atomic_load(&op->dep_failed) || (op->kind->flags & GPAR__KIND_RUNS_ON_FAILED_INPUT)) {
-      int run = op->kind->run(dev, op);
-      st = atomic_load(&op->dep_failed) && run == GPAR_OK ? GPAR_EDEPFAILED : run;
+  while ((op = gpar__queue_pop(&dev->ready, 1))) {
+    while (op) {
+      int st = GPAR_EDEPFAILED;
+      if (eng->tracing) op->t_taken = op->t_start = gpar__now();
+      if (!atomic_load(&op->dep_failed) || (op->kind->flags & GPAR__KIND_RUNS_ON_FAILED_INPUT)) {
+        int run = op->kind->run(dev, op);
+        st = atomic_load(&op->dep_failed) && run == GPAR_OK && !op->partial ? GPAR_EDEPFAILED : run;
+      }
+      if (eng->tracing) op->t_ran = op->t_end = gpar__now();
+      if (st != GPAR_OK) gpar__op_fail(op, st); /* not dispatched yet: nobody else reads its status */
+      gpar__op *next = NULL;
+      gpar__op_ran(op, dev, &next); /* deps.c */
+      op = next;
     }
-    if (eng->tracing) op->t_ran = op->t_end = gpar__now();
-    if (st != GPAR_OK) gpar__op_fail(op, st); /* still READY: nobody else reads its status */
-    op->next = NULL;
-    gpar__complete_finished(eng, op); /* complete.c */
   }
+  gpar__op_cache_flush(eng);
   return NULL;
 }
 
@@ -78,7 +84,7 @@ static void dispatch_one(gpar__device *dev, gpar__op *op, int need_event) {
   int failed_in = atomic_load(&op->dep_failed);
   if (st == GPAR_OK && failed_in && !(op->kind->flags & GPAR__KIND_RUNS_ON_FAILED_INPUT)) st = GPAR_EDEPFAILED;
   if (st == GPAR_OK) st = op->kind->run(dev, op);
-  if (st == GPAR_OK && failed_in) st = GPAR_EDEPFAILED;
+  if (st == GPAR_OK && failed_in && !op->partial) st = GPAR_EDEPFAILED;
   if (st != GPAR_OK) gpar__op_fail(op, st);
   if (!need_event) { /* a later op of this group on the same lane covers it */
     if (tracing) op->t_ran = gpar__now();
@@ -96,28 +102,30 @@ static void dispatch_one(gpar__device *dev, gpar__op *op, int need_event) {
 /* Which ops of a group need their own event: those with a consumer already linked on another
  * lane or device, and the last op of the group on each lane, whose event then covers the
  * others (an in-order lane completes them first). Consumers linked later wait on the cover. */
-static void plan_events_locked(gpar__device *dev, gpar__op *group, int *need, gpar__op **lane_last) {
+static void plan_events(gpar__device *dev, gpar__op *group, int *need, gpar__op **lane_last) {
   int k = 0;
   for (gpar__op *op = group; op; op = op->next, k++) {
     need[k] = dev->eng->tracing;
     lane_last[op->lane] = op;
+    gpar__spin_lock(&op->lock); /* consumers may be linked meanwhile */
     for (int i = 0; i < op->succs.n && !need[k]; i++) {
       const gpar__op *c = op->succs.v[i].op;
       need[k] = (op->succs.v[i].flags & GPAR__EDGE_EVENT) && (c->dev != dev || c->lane != op->lane);
     }
+    gpar__spin_unlock(&op->lock);
   }
 }
 
 /* Mark a dispatched group: covers, then the successors waiting on these events (local ones
  * are appended to *local_tail). */
-static void group_dispatched_locked(gpar__device *dev, gpar__op *group, gpar__op **lane_last, gpar__op ***local_tail) {
+static void group_dispatched(gpar__device *dev, gpar__op *group, gpar__op **lane_last, gpar__op ***local_tail) {
   for (gpar__op *op = group; op; op = op->next) {
     gpar__op *cover = lane_last[op->lane];
     if (!op->event && cover != op && cover->event) {
       op->cover = cover;
-      cover->refs++;
+      gpar__op_ref(cover);
     }
-    gpar__op_dispatched_locked(dev->eng, op, dev, local_tail);
+    gpar__op_dispatched(op, dev, local_tail); /* deps.c */
   }
 }
 
@@ -126,13 +134,13 @@ static void group_dispatched_locked(gpar__device *dev, gpar__op *group, gpar__op
  * GEMM i's copy goes out right after GEMM i rather than after every queued GEMM, and the copy
  * lane starts as early as it can (copy-bound pipelines). */
 #define GPAR__DISPATCH_GROUP 8
+#define GPAR__DISPATCH_BATCH 256 /* ops taken from the ready queue at once */
 static void *gpu_dispatcher(void *arg) {
   gpar__device *dev = arg;
-  gpar_engine *eng = dev->eng;
   gpar__in_op = 1;
   if (dev->ops->bind_thread) dev->ops->bind_thread(dev->bdev);
   gpar__op *todo;
-  while ((todo = gpar__queue_pop(&dev->ready, 1))) {
+  while ((todo = gpar__queue_pop(&dev->ready, GPAR__DISPATCH_BATCH))) {
     while (todo) {
       gpar__op *group = todo, *last = todo;
       for (int n = 1; n < GPAR__DISPATCH_GROUP && last->next; n++) last = last->next;
@@ -140,19 +148,16 @@ static void *gpu_dispatcher(void *arg) {
       last->next = NULL;
       int need[GPAR__DISPATCH_GROUP], k = 0;
       gpar__op *lane_last[GPAR__NLANES] = {0};
-      pthread_mutex_lock(&eng->mu);
-      plan_events_locked(dev, group, need, lane_last);
-      pthread_mutex_unlock(&eng->mu);
+      plan_events(dev, group, need, lane_last);
       for (gpar__op *op = group; op; op = op->next, k++) dispatch_one(dev, op, need[k] || lane_last[op->lane] == op);
       gpar__op *local = NULL, **local_tail = &local;
-      pthread_mutex_lock(&eng->mu);
-      group_dispatched_locked(dev, group, lane_last, &local_tail);
-      pthread_mutex_unlock(&eng->mu);
+      group_dispatched(dev, group, lane_last, &local_tail);
       *local_tail = todo;
       todo = local;
       gpar__completer_hand(dev, group);
     }
   }
+  gpar__op_cache_flush(dev->eng);
   return NULL;
 }
 

@@ -92,7 +92,10 @@ enum {
  * writes succeeded (a graph launch, where one recorded op of many failed). The engine marks,
  * before the op runs, each read whose buffer's last writer failed (GPAR__READ_FAILED; the op's
  * dep_failed is then set): a kind that runs on failed input sees which inputs failed. */
-enum { GPAR__READ = 1, GPAR__WRITE = 2, GPAR__WRITE_FAILED = 4, GPAR__WRITE_SKIPPED = 8, GPAR__READ_FAILED = 16 };
+enum {
+  GPAR__READ = 1, GPAR__WRITE = 2, GPAR__WRITE_FAILED = 4, GPAR__WRITE_SKIPPED = 8, GPAR__READ_FAILED = 16,
+  GPAR__UNLINKED = 32 /* engine-internal: linking stopped before this access (out of memory) */
+};
 
 /* Edge flags between a producer and a consumer op. */
 enum {
@@ -127,42 +130,76 @@ typedef struct gpar__access {
   int mode;
 } gpar__access;
 
+/* A spin lock for the engine's short critical sections (a few loads and stores: a buffer's
+ * last writer and readers, an op's consumer list). Spins, then yields to the scheduler. */
+typedef struct gpar__spin {
+  atomic_int held;
+} gpar__spin;
+static inline void gpar__cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+GPAR__HIDDEN void gpar__spin_yield(void);
+static inline void gpar__spin_lock(gpar__spin *s) {
+  for (int n = 0;; n++) {
+    if (!atomic_load_explicit(&s->held, memory_order_relaxed) &&
+        !atomic_exchange_explicit(&s->held, 1, memory_order_acquire))
+      return;
+    if (n < 100)
+      gpar__cpu_relax();
+    else
+      gpar__spin_yield();
+  }
+}
+static inline void gpar__spin_unlock(gpar__spin *s) { atomic_store_explicit(&s->held, 0, memory_order_release); }
+
 /* Bytes of kind-specific arguments an op carries (the largest is a GEMM's). */
 #define GPAR__OP_PAYLOAD 144
 
+/* An op. Who writes what (the engine has no global lock):
+ * - before submission only the building thread touches it;
+ * - lock guards its consumer list and the state changes a linking thread must see at once
+ *   (dispatched, retired): a thread that links a consumer behind it holds it while it reads
+ *   the state and appends the edge;
+ * - unmet and unretired are counters: whoever brings one to 0 makes the op ready or retires it;
+ * - status, errmsg and partial are written by the thread that runs or completes the op (under
+ *   lock once the op may have consumers that read them), and read after the counters say so. */
 struct gpar__op {
   const gpar__op_kind *kind;
   gpar_engine *eng;
-  gpar__op *next;                     /* device queue / free list */
+  gpar__device *dev;
+  int lane;
+  gpar__op *next;                     /* ready queue, a dispatcher's list, the op pool */
   gpar__op *lane_next;                /* completion FIFO of its lane */
-  gpar__op *inflight_prev, *inflight_next; /* engine's in-flight list, submission order */
-  uint64_t seq;
-  int state;
+  atomic_int state;                   /* GPAR__ST_* */
+  atomic_int refs;                    /* 1 while in flight, +1 per consumer's producer edge and
+                                         cover until they let go, +1 kept for a waiter */
+  atomic_int unmet;                   /* producers not yet dispatched (event edges) or retired
+                                         (others), + 1 until its submission is done */
+  atomic_int unretired;               /* producers not yet retired, + 1 until it is done itself */
+  atomic_int dep_failed;              /* a producer whose data this op reads failed */
+  gpar__spin lock;                    /* consumers list and state changes (above) */
+  int epoch;                          /* its in-flight counter (wait.c) */
   int status;
-  atomic_int dep_failed;  /* a producer whose data this op reads failed */
-  int async_status;       /* failure reported by the device's event (completion thread) */
+  char *errmsg;                       /* detail of a failure */
+  int async_status;                   /* failure reported by the device's event (completion thread) */
   char *async_msg;
-  int refs;
   int reported;        /* its status goes to the caller (gpar_read), not to gpar_wait_all */
   int partial;         /* its failure is per buffer (the access marks); see GPAR__WRITE_FAILED */
   int need_event;      /* dispatch: a consumer on another lane or device waits on its own event */
-  int unmet;           /* producers not yet dispatched (event edges) or retired (others) */
-  int unretired;       /* producers not yet retired */
-  int lane;
-  gpar__device *dev;
   gpar__event *event;  /* recorded after the op on its lane, when anyone needs it */
   gpar__op *cover;     /* else: a later op on the same lane whose event implies this one's */
   gpar__event *start_event; /* tracing only */
-  gpar__edges prods;   /* producers (refs held until dispatch) */
-  gpar__edges succs;   /* consumers */
+  gpar__edges prods;   /* producers (references held until dispatch, or retirement on the CPU) */
+  gpar__edges succs;   /* consumers (lock) */
   int nacc;
   gpar__access acc[GPAR__INLINE];
   gpar__access *acc_more;
   void *owned_pinned;  /* pinned block freed when the op retires or is discarded (staging) */
-  char *errmsg;        /* detail of a failure */
   double t_submit, t_dispatch, t_start, t_end; /* seconds, tracing */
   /* Host-time breakdown (tracing): public call entered, ready, taken by a worker or dispatcher,
-   * run finished, completion seen under the engine lock. */
+   * run finished, completion seen. */
   double t_call, t_ready, t_taken, t_ran, t_seen;
   _Alignas(16) unsigned char payload[GPAR__OP_PAYLOAD]; /* the kind's arguments */
 };
@@ -179,17 +216,29 @@ static inline gpar__access *gpar__op_access(const gpar__op *op, int i) {
 
 /* ---------------------------------------------------------------- queues, devices, buffers */
 
-/* A multi-producer queue of ready ops consumed by one or more threads that spin briefly
- * before sleeping. */
+/* The ready queue of a device (queue.c): ops whose producers are met, pushed by any thread
+ * without a lock and taken by the device's CPU workers or its dispatcher. A ring of cells
+ * with sequence numbers (Vyukov's bounded MPMC queue) for the common case, a locked list when
+ * the ring is full. Consumers spin briefly, a few at a time, before they sleep; a push wakes a
+ * sleeper only when no consumer spins, and a consumer that takes an op from a queue that still
+ * holds more wakes the next sleeper, so a burst fans out without a wake-up per op. */
+#define GPAR__RING 4096
+typedef struct gpar__ring_cell {
+  atomic_size_t seq;
+  gpar__op *op;
+} gpar__ring_cell;
 typedef struct gpar__queue {
-  pthread_mutex_t mu;
+  _Alignas(64) atomic_size_t tail;    /* producers */
+  _Alignas(64) atomic_size_t head;    /* consumers */
+  _Alignas(64) atomic_int spinners;   /* consumers spinning before they sleep */
+  atomic_int sleepers;                /* consumers asleep or about to sleep */
+  atomic_int overflowed;              /* ops in the locked list */
+  atomic_int stop;
+  pthread_mutex_t mu;                 /* the overflow list and sleeping */
   pthread_cond_t cv;
-  gpar__op *head, *tail;
-  atomic_int count;
-  atomic_int spinners;  /* consumers spinning before they sleep */
-  int sleepers;
-  int waking;           /* a sleeper was signalled and has not run yet */
-  int stop;
+  gpar__op *ov_head, *ov_tail;
+  int wake_gen;                       /* bumped by every wake-up (mu) */
+  gpar__ring_cell *cells;             /* GPAR__RING of them */
 } gpar__queue;
 
 struct gpar__device {
@@ -214,19 +263,22 @@ struct gpar__device {
 };
 
 struct gpar__buf {
-  uint64_t serial;             /* never reused in the process (handle check) */
+  /* References: 1 for the handle until released, 1 per op that accesses it until the op has
+   * retired or was discarded, 1 per lookup in progress (gpar__buf_get .. gpar__buf_put). The
+   * last one frees the memory; the struct itself lives in the engine's slot table (never freed
+   * before the engine), so a lookup may read a slot whatever happens to its buffer. */
+  atomic_long refs;
+  _Atomic uint64_t serial;     /* never reused in the process (handle check); 0: slot free */
+  atomic_int released;         /* the handle is released: no new lookup finds it */
   uint32_t slot;               /* index in the engine's slot table */
+  uint32_t next_free;          /* free list link: next free slot + 1 (eng->buf_mu) */
   gpar_engine *eng;
   gpar__device *dev;           /* NULL: pinned host memory (GPAR_HOST) */
   int host_memory;             /* 1 when host code can touch mem */
   void *mem;                   /* device handle or host pointer */
-  size_t bytes;
-  atomic_int released;         /* the handle is released: no new lookup finds it */
-  /* References: 1 for the handle until released, 1 per op that accesses it until the op has
-   * retired or was discarded, 1 per lookup in progress (gpar__buf_get .. gpar__buf_put). The
-   * memory is freed when the last goes. */
-  atomic_long refs;
-  /* Dependency state (engine lock). */
+  size_t bytes;                /* 0: a token (ordering only, no memory) */
+  /* Dependency state (lock). */
+  gpar__spin lock;
   gpar__op *writer;            /* last writer not yet retired */
   int nreaders, capreaders;
   gpar__op **readers;          /* readers since that write, not yet retired */
@@ -284,11 +336,8 @@ struct gpar_engine {
   _Atomic uint64_t serial;      /* never reused: the user's token carries it */
   _Atomic uint64_t first_buf_serial; /* buffer serials of this lifetime start here */
   atomic_long callers;          /* public calls inside (gpar__engine_enter/leave) */
-  pthread_mutex_t mu;           /* dependency bookkeeping */
-  pthread_cond_t retire_cv;
-  /* Per lifetime: zeroed by gpar_init from here on. */
+  /* Per lifetime: zeroed by gpar_init from here on (the mutexes are made anew). */
   int slot;
-  int nwaiters;
   gpar_config cfg;
   int ndev;
   gpar__device **devs;
@@ -305,24 +354,36 @@ struct gpar_engine {
    * (collectives always staged). */
   char env_pinned_provider[16];
   int env_comm_staged;
-  /* buffers */
-  gpar__buf **slots;
-  uint32_t nslots, capslots;
-  uint32_t *free_slots;
-  uint32_t nfree;
-  /* ops */
-  gpar__op *op_free;
-  gpar__op *inflight_head, *inflight_tail;
-  uint64_t seq;
+  /* Buffers: slots in chunks that are never moved or freed before the engine (buffer.c). */
+#define GPAR__BUF_CHUNK 1024
+#define GPAR__BUF_CHUNKS 4096 /* at most 4M buffers alive at once */
+  _Atomic(gpar__buf *) buf_chunks[GPAR__BUF_CHUNKS];
+  pthread_mutex_t buf_mu;       /* new slots and the free list */
+  uint32_t nslots;              /* slots handed out so far */
+  uint32_t free_head;           /* first free slot + 1; 0: none */
+  /* Ops in flight (wait.c): two counters in one word, one per epoch parity (low and high 32
+   * bits), so gpar_wait_all waits for the ops of the epochs before its call only, and the
+   * drain for the word to reach 0. */
+  _Alignas(64) _Atomic uint64_t inflight;
+  atomic_uint epoch;
+  _Atomic uint64_t ops_submitted, ops_completed, ops_failed;
+  _Alignas(64) atomic_int nwaiters; /* threads sleeping in a wait (retirement wakes them) */
+  pthread_mutex_t wait_mu;      /* sleeping waiters, wait_all's epoch flips, first_error */
+  pthread_cond_t wait_cv;
+  int wait_all_busy;            /* a wait for everything submitted is under way (wait_mu) */
   int first_error;
   char *first_errmsg;
-  gpar_stats stats;
+  atomic_long buffers_live;
+  /* Ops: returned to the engine by the threads that free them, taken whole by allocating
+   * threads (op.c). */
+  _Atomic(gpar__op *) op_pool;
   atomic_long events_live;
   atomic_ulong graph_native;    /* graph parts launched as a backend graph (counted by graph/) */
   gpar__pinned_pool pinned;
   /* tracing */
   int tracing;                  /* 1: per-op timestamps (breakdown), 2: also a trace file */
-  double bd_sum[5];             /* breakdown sums (seconds), engine lock */
+  pthread_mutex_t trace_mu;     /* the records and sums below */
+  double bd_sum[5];             /* breakdown sums (seconds) */
   uint64_t bd_ops;
   gpar__trace_rec *trace;
   size_t ntrace, captrace;
@@ -428,9 +489,8 @@ GPAR__HIDDEN gpar_buffer gpar__buf_handle(const gpar__buf *b);
  * or an op takes it over: gpar__op_use). GPAR_EENGINE for a live handle of another engine,
  * GPAR_EBADBUF for anything else that is not a live buffer of eng. */
 GPAR__HIDDEN int gpar__buf_get(gpar_engine *eng, gpar_buffer h, gpar__buf **b);
-/* Drop a reference (the last one frees the memory); _locked: with the engine lock held. */
+/* Drop a reference (the last one frees the memory). */
 GPAR__HIDDEN void gpar__buf_put(gpar__buf *b);
-GPAR__HIDDEN void gpar__buf_put_locked(gpar__buf *b);
 GPAR__HIDDEN void gpar__buf_ref(gpar__buf *b);
 /* Create a buffer of bytes on device dev (GPAR_HOST: pinned host memory). */
 GPAR__HIDDEN int gpar__buf_create(gpar_engine *eng, int dev, size_t bytes, gpar_buffer *buf);
@@ -500,31 +560,42 @@ enum {
 GPAR__HIDDEN int gpar__op_submit(gpar__op *op, int flags, gpar__op **kept);
 /* Submit several ops at once: all are linked, or (engine shut down) none. */
 GPAR__HIDDEN int gpar__op_submit_all(gpar__op **ops, int n, int flags, gpar__op **kept);
+/* Open and close an engine's waiting and in-flight state (lifecycle/). */
+GPAR__HIDDEN void gpar__engine_sync_init(gpar_engine *eng);
+GPAR__HIDDEN void gpar__engine_sync_destroy(gpar_engine *eng);
 /* The status op leaves on buffer b that it writes, and its message (may be NULL). */
 GPAR__HIDDEN int gpar__op_write_status(const gpar__op *op, const gpar__buf *b, const char **msg);
 /* Record the first failure of an op; GPAR_EDEPFAILED keeps its short text. */
 GPAR__HIDDEN void gpar__op_fail(gpar__op *op, int status);
 GPAR__HIDDEN void gpar__op_ref(gpar__op *op);
 GPAR__HIDDEN void gpar__op_unref(gpar__op *op);
-/* Engine-internal (deps.c, dispatch.c, complete.c) under the engine lock. */
+/* Engine-internal (deps.c, dispatch.c, complete.c). */
 GPAR__HIDDEN void gpar__op_set_state(gpar__op *op, int state);
-GPAR__HIDDEN void gpar__op_unref_locked(gpar_engine *eng, gpar__op *op);
-GPAR__HIDDEN void gpar__op_free_locked(gpar_engine *eng, gpar__op *op);
-/* The device has finished op: retire it (and what waited on it) once its producers have. */
-GPAR__HIDDEN void gpar__op_complete_locked(gpar_engine *eng, gpar__op *op, int status);
-/* op was dispatched on an event lane: release the consumers that wait on its event; those on
+/* op ran on a CPU worker (status in op->status): complete it. A consumer it makes ready on
+ * `local` may be handed back in *next for the calling worker to run at once (NULL: none). */
+GPAR__HIDDEN void gpar__op_ran(gpar__op *op, gpar__device *local, gpar__op **next);
+/* The device finished op (a GPU op: its event completed; failure in op->async_status):
+ * retire it, and what waited on it, once its producers have. */
+GPAR__HIDDEN void gpar__op_done(gpar__op *op);
+/* op was enqueued on an event lane: release the consumers that wait on its event; those on
  * `local` are appended to *local_tail (run next by that dispatcher), the others queued. */
-GPAR__HIDDEN void gpar__op_dispatched_locked(gpar_engine *eng, gpar__op *op, gpar__device *local, gpar__op ***local_tail);
-/* Free the op free list (shutdown: nothing in flight). */
+GPAR__HIDDEN void gpar__op_dispatched(gpar__op *op, gpar__device *local, gpar__op ***local_tail);
+/* Free the engine's pooled ops (shutdown: nothing in flight). */
 GPAR__HIDDEN void gpar__engine_drop_ops(gpar_engine *eng);
+/* Give the calling thread's cached ops of eng back to the engine (a worker leaving). */
+GPAR__HIDDEN void gpar__op_cache_flush(gpar_engine *eng);
+/* The engine's counters (gpar_stats_get). */
+GPAR__HIDDEN void gpar__stats(gpar_engine *eng, gpar_stats *stats);
 
 /* ---------------------------------------------------------------- queue.c */
 
-GPAR__HIDDEN void gpar__queue_init(gpar__queue *q);
+GPAR__HIDDEN int gpar__queue_init(gpar__queue *q);
 GPAR__HIDDEN void gpar__queue_destroy(gpar__queue *q);
 GPAR__HIDDEN void gpar__queue_push(gpar__queue *q, gpar__op *op);
 GPAR__HIDDEN void gpar__queue_stop(gpar__queue *q);
-GPAR__HIDDEN gpar__op *gpar__queue_pop(gpar__queue *q, int all);
+/* One ready op, waiting for one (spinning, then asleep) when there is none; NULL once stopped
+ * and empty. max > 1: up to max ops, chained by ->next, oldest first. */
+GPAR__HIDDEN gpar__op *gpar__queue_pop(gpar__queue *q, int max);
 
 /* ---------------------------------------------------------------- dispatch.c, complete.c */
 
@@ -532,14 +603,20 @@ GPAR__HIDDEN gpar__op *gpar__queue_pop(gpar__queue *q, int all);
 GPAR__HIDDEN int gpar__device_start(gpar__device *dev);
 GPAR__HIDDEN void gpar__device_join(gpar__device *dev);
 GPAR__HIDDEN gpar__event *gpar__op_done_event(const gpar__op *op);
-/* Ops finished by the calling thread (a chain by ->next, oldest first): their run status is in
- * op->status (CPU ops, still READY) or op->async_status/async_msg (GPU ops, DISPATCHED). */
-GPAR__HIDDEN void gpar__complete_finished(gpar_engine *eng, gpar__op *ops);
 GPAR__HIDDEN void gpar__completer_hand(gpar__device *dev, gpar__op *group);
 GPAR__HIDDEN void *gpar__completer_main(void *arg);
 GPAR__HIDDEN void gpar__completer_stop(gpar__device *dev);
 
 /* ---------------------------------------------------------------- wait.c */
+
+/* Count ops in flight (each in the current epoch's counter) and check the engine is open to
+ * submissions: GPAR_ESHUTDOWN (counts undone) once the drain has closed it. */
+GPAR__HIDDEN int gpar__inflight_enter(gpar_engine *eng, gpar__op **ops, int n);
+/* A retired op of epoch parity `epoch` leaves the counts (failed: it retired with an error),
+ * and waiters are woken. */
+GPAR__HIDDEN void gpar__inflight_leave(gpar_engine *eng, int epoch, int failed);
+/* A failure for gpar_wait_all, kept when it is the first since the last report. */
+GPAR__HIDDEN void gpar__first_error(gpar_engine *eng, int status, const char *msg);
 
 /* Wait until op has retired; drop the reference the caller held; its status (message set). */
 GPAR__HIDDEN int gpar__op_wait(gpar__op *op);
@@ -556,7 +633,7 @@ GPAR__HIDDEN int gpar__drain(gpar_engine *eng);
 
 /* ---------------------------------------------------------------- trace.c */
 
-GPAR__HIDDEN void gpar__trace_op_locked(gpar_engine *eng, gpar__op *op, double t_retired);
+GPAR__HIDDEN void gpar__trace_op(gpar_engine *eng, gpar__op *op, double t_retired);
 GPAR__HIDDEN void gpar__trace_write(gpar_engine *eng);
 /* The breakdown's means so far (reset != 0 starts anew); GPAR_ENOTSUP without tracing. */
 GPAR__HIDDEN int gpar__breakdown(gpar_engine *eng, gpar_breakdown *bd, int reset);

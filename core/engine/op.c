@@ -1,28 +1,144 @@
-/* op.c: ops as objects: allocation from the engine's free list, the buffers an op accesses,
- * building and discarding, references, and what an op owns (its buffer references, a pinned
- * block, its kind's private state), given up in one place whether it retires or is discarded.
- * Linking ops into the dependency graph is deps.c's. */
+/* op.c: ops as objects: allocation, the buffers an op accesses, building and discarding,
+ * references, and what an op owns (its buffer references, a pinned block, its kind's private
+ * state), given up in one place whether it retires or is discarded. Linking ops into the
+ * dependency graph is deps.c's.
+ *
+ * Allocation without a shared lock: a thread that frees ops collects them in a small batch of
+ * its own and gives a full batch back to the engine with one compare-and-swap onto the
+ * engine's pool (a stack); an allocating thread takes the whole pool with one exchange into a
+ * cache of its own (no ABA: nothing pops single ops off the shared stack). One engine is cached
+ * per thread (keyed by its serial); ops of another engine go straight back to it. */
 #include <assert.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/engine.h"
 
+void gpar__spin_yield(void) { sched_yield(); }
+
 void gpar__op_set_state(gpar__op *op, int state) {
-  assert(state == op->state + 1 && "op states advance one step at a time");
-  op->state = state;
+  int was = atomic_exchange_explicit(&op->state, state, memory_order_acq_rel);
+  assert(state == was + 1 && "op states advance one step at a time");
+  (void)was;
 }
 
+/* ---------------------------------------------------------------- the op pool */
+
+#define GPAR__OP_BATCH 32
+
+/* The calling thread's ops of one engine lifetime: a cache to allocate from, a batch of freed
+ * ones to give back. */
+typedef struct op_cache {
+  gpar_engine *eng;
+  uint64_t serial;
+  gpar__op *alloc;             /* to allocate from */
+  gpar__op *freed, *freed_tail; /* to give back */
+  int nfreed;
+} op_cache;
+static _Thread_local op_cache cache;
+/* A key whose destructor gives a leaving thread's cache back (or frees it, engine gone). */
+static pthread_key_t cache_key;
+static pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
+static void cache_drop(void);
+static void cache_at_exit(void *unused) {
+  (void)unused;
+  cache_drop();
+}
+static void cache_key_make(void) { pthread_key_create(&cache_key, cache_at_exit); }
+
+/* Push a chain first..last onto the engine's pool. */
+static void pool_push(gpar_engine *eng, gpar__op *first, gpar__op *last) {
+  gpar__op *head = atomic_load_explicit(&eng->op_pool, memory_order_relaxed);
+  do last->next = head;
+  while (!atomic_compare_exchange_weak_explicit(&eng->op_pool, &head, first, memory_order_release,
+                                                memory_order_relaxed));
+}
+
+void gpar__op_cache_flush(gpar_engine *eng) {
+  if (cache.eng != eng || cache.serial != atomic_load(&eng->serial)) return;
+  if (cache.freed) pool_push(eng, cache.freed, cache.freed_tail);
+  gpar__op *last = cache.alloc;
+  while (last && last->next) last = last->next;
+  if (last) pool_push(eng, cache.alloc, last);
+  memset(&cache, 0, sizeof cache);
+}
+
+/* Empty the thread's cache: back to its engine while that lives, else freed. */
+static void cache_drop(void) {
+  if (cache.eng && gpar__engine_is(cache.eng, cache.serial)) {
+    gpar__op_cache_flush(cache.eng);
+  } else { /* its engine is gone: the ops are ours to free */
+    for (gpar__op *op = cache.alloc, *n; op; op = n) n = op->next, free(op);
+    for (gpar__op *op = cache.freed, *n; op; op = n) n = op->next, free(op);
+  }
+  memset(&cache, 0, sizeof cache);
+}
+
+/* Make the thread's cache serve eng (giving back what it held for another engine). */
+static void cache_bind(gpar_engine *eng) {
+  uint64_t serial = atomic_load_explicit(&eng->serial, memory_order_relaxed);
+  if (cache.eng == eng && cache.serial == serial) return;
+  cache_drop();
+  pthread_once(&cache_key_once, cache_key_make);
+  pthread_setspecific(cache_key, &cache); /* any non-NULL value: the destructor runs at exit */
+  cache.eng = eng;
+  cache.serial = serial;
+}
+
+static gpar__op *op_alloc(gpar_engine *eng) {
+  cache_bind(eng);
+  gpar__op *op = cache.alloc;
+  if (!op) op = cache.alloc = atomic_exchange_explicit(&eng->op_pool, NULL, memory_order_acquire);
+  if (!op && cache.freed) { /* our own batch */
+    op = cache.alloc = cache.freed;
+    cache.freed = cache.freed_tail = NULL;
+    cache.nfreed = 0;
+  }
+  if (op) {
+    cache.alloc = op->next;
+    return op;
+  }
+  return malloc(sizeof *op);
+}
+
+/* Return an op's memory (nothing refers to it any more). */
+static void op_recycle(gpar__op *op) {
+  gpar_engine *eng = op->eng;
+  if (cache.eng != eng || cache.serial != atomic_load_explicit(&eng->serial, memory_order_relaxed)) {
+    pool_push(eng, op, op);
+    return;
+  }
+  op->next = cache.freed;
+  if (!cache.freed) cache.freed_tail = op;
+  cache.freed = op;
+  if (++cache.nfreed >= GPAR__OP_BATCH) {
+    pool_push(eng, cache.freed, cache.freed_tail);
+    cache.freed = cache.freed_tail = NULL;
+    cache.nfreed = 0;
+  }
+}
+
+void gpar__engine_drop_ops(gpar_engine *eng) {
+  gpar__op_cache_flush(eng);
+  gpar__op *op = atomic_exchange(&eng->op_pool, NULL);
+  while (op) {
+    gpar__op *n = op->next;
+    free(op);
+    op = n;
+  }
+}
+
+/* ---------------------------------------------------------------- building */
+
 gpar__op *gpar__op_new(gpar_engine *eng, const gpar__op_kind *kind, gpar__device *dev, int lane) {
-  pthread_mutex_lock(&eng->mu);
-  gpar__op *op = eng->op_free;
-  if (op) eng->op_free = op->next;
-  pthread_mutex_unlock(&eng->mu);
-  if (!op && !(op = malloc(sizeof *op))) {
+  gpar__op *op = op_alloc(eng);
+  if (!op) {
     gpar__errorf(GPAR_ENOMEM, "out of host memory for an operation");
     return NULL;
   }
-  memset(op, 0, sizeof *op);
+  memset(op, 0, offsetof(gpar__op, payload));
+  memset(op->payload, 0, sizeof op->payload);
   op->kind = kind;
   op->eng = eng;
   op->dev = dev;
@@ -31,7 +147,7 @@ gpar__op *gpar__op_new(gpar_engine *eng, const gpar__op_kind *kind, gpar__device
 }
 
 int gpar__op_use(gpar__op *op, gpar__buf *b, int mode) {
-  assert(op->state == GPAR__ST_NEW);
+  assert(atomic_load(&op->state) == GPAR__ST_NEW);
   for (int i = 0; i < op->nacc; i++) {
     gpar__access *a = gpar__op_access(op, i);
     if (a->buf == b) {
@@ -58,7 +174,7 @@ int gpar__op_use(gpar__op *op, gpar__buf *b, int mode) {
 }
 
 int gpar__op_use_unique(gpar__op *op, const gpar__access *acc, int n) {
-  assert(op->state == GPAR__ST_NEW && op->nacc == 0);
+  assert(atomic_load(&op->state) == GPAR__ST_NEW && op->nacc == 0);
   if (n > GPAR__INLINE) {
     /* capacity as gpar__op_use would grow it: the next power of two of the extra entries */
     int extra = n - GPAR__INLINE, cap = 1;
@@ -78,20 +194,8 @@ int gpar__op_use_unique(gpar__op *op, const gpar__access *acc, int n) {
  * retirement or discard. */
 void gpar__op_release_owned(gpar__op *op) {
   if (op->kind && op->kind->release) op->kind->release(op);
-  op->kind = NULL; /* released: a late reader of op->kind is a bug */
   if (op->owned_pinned) gpar__pinned_free(&op->eng->pinned, op->owned_pinned);
   op->owned_pinned = NULL;
-}
-
-void gpar__op_discard(gpar__op *op) {
-  gpar_engine *eng = op->eng;
-  assert(op->state == GPAR__ST_NEW);
-  gpar__op_release_owned(op);
-  for (int i = 0; i < op->nacc; i++) gpar__buf_put(gpar__op_access(op, i)->buf);
-  op->nacc = 0;
-  pthread_mutex_lock(&eng->mu);
-  gpar__op_free_locked(eng, op);
-  pthread_mutex_unlock(&eng->mu);
 }
 
 static void edges_free(gpar__edges *e) {
@@ -100,52 +204,43 @@ static void edges_free(gpar__edges *e) {
   e->n = e->cap = 0;
 }
 
-/* Return the op's memory to the free list (engine lock held): its events, edges and messages.
- * What it owned is given up already (retirement or discard). */
-void gpar__op_free_locked(gpar_engine *eng, gpar__op *op) {
+/* Free an op nothing refers to any more: its events, edges and messages; what it owned is
+ * given up already (retirement or discard). */
+static void op_free(gpar__op *op) {
+  gpar_engine *eng = op->eng;
   const gpar__backend_ops *ops = op->dev ? op->dev->ops : NULL;
   if (op->event) {
     ops->event_release(op->event);
-    atomic_fetch_sub(&eng->events_live, 1);
+    atomic_fetch_sub_explicit(&eng->events_live, 1, memory_order_relaxed);
   }
   if (op->start_event) {
     ops->event_release(op->start_event);
-    atomic_fetch_sub(&eng->events_live, 1);
+    atomic_fetch_sub_explicit(&eng->events_live, 1, memory_order_relaxed);
   }
-  if (op->cover) gpar__op_unref_locked(eng, op->cover);
+  if (op->cover) gpar__op_unref(op->cover);
   edges_free(&op->prods);
   edges_free(&op->succs);
   free(op->acc_more);
   free(op->errmsg);
   free(op->async_msg);
-  op->next = eng->op_free;
-  eng->op_free = op;
+  op_recycle(op);
 }
 
-void gpar__op_unref_locked(gpar_engine *eng, gpar__op *op) {
-  assert(op->refs > 0);
-  if (--op->refs == 0) gpar__op_free_locked(eng, op);
+void gpar__op_discard(gpar__op *op) {
+  assert(atomic_load(&op->state) == GPAR__ST_NEW);
+  gpar__op_release_owned(op);
+  for (int i = 0; i < op->nacc; i++) gpar__buf_put(gpar__op_access(op, i)->buf);
+  op->nacc = 0;
+  op->dev = NULL; /* no events to give back */
+  op_free(op);
 }
 
-void gpar__op_ref(gpar__op *op) {
-  pthread_mutex_lock(&op->eng->mu);
-  op->refs++;
-  pthread_mutex_unlock(&op->eng->mu);
-}
+void gpar__op_ref(gpar__op *op) { atomic_fetch_add_explicit(&op->refs, 1, memory_order_relaxed); }
 
 void gpar__op_unref(gpar__op *op) {
-  gpar_engine *eng = op->eng;
-  pthread_mutex_lock(&eng->mu);
-  gpar__op_unref_locked(eng, op);
-  pthread_mutex_unlock(&eng->mu);
-}
-
-void gpar__engine_drop_ops(gpar_engine *eng) {
-  while (eng->op_free) {
-    gpar__op *op = eng->op_free;
-    eng->op_free = op->next;
-    free(op);
-  }
+  int was = atomic_fetch_sub_explicit(&op->refs, 1, memory_order_acq_rel);
+  assert(was > 0);
+  if (was == 1) op_free(op);
 }
 
 void gpar__op_fail(gpar__op *op, int st) {

@@ -1,91 +1,202 @@
-/* queue.c: the ready queue of a device: a multi-producer queue of ops whose producers are met,
- * consumed by that device's dispatcher or CPU workers. Consumers spin briefly before they sleep,
- * and a push wakes a sleeper only when more ops wait than consumers spin. */
+/* queue.c: the ready queue of a device: ops whose producers are met, pushed by any thread and
+ * taken by the device's CPU workers or its dispatcher, without a lock on the way.
+ *
+ * A ring of GPAR__RING cells, each with a sequence number (Dmitry Vyukov's bounded MPMC queue):
+ * a push or a pop claims a position with one compare-and-swap and publishes it with one store.
+ * When the ring is full, pushes go to a locked overflow list that poppers drain when the ring
+ * is empty (order is not promised across the two; nothing depends on it).
+ * Waiting: a consumer that finds nothing spins for up to GPAR__SPIN_S, at most `max_spinners`
+ * of them at a time, then sleeps on the condition variable. A push wakes one sleeper only when
+ * no consumer spins, and a consumer that took an op while more wait wakes the next sleeper: a
+ * burst fans out over the workers, a steady stream costs no wake-up per op. Both sides are
+ * sequentially consistent read-modify-writes (a push's tail CAS before it reads the sleepers;
+ * a sleeper's count before it rereads the tail), so a push never misses a sleeper. */
+#include <stdlib.h>
+#include <unistd.h>
+
 #include "engine/engine.h"
 
-void gpar__queue_init(gpar__queue *q) {
+#define GPAR__SPIN_S 30e-6
+
+/* Consumers spinning at once: more steal cores from the submitting thread. */
+static int max_spinners(void) {
+  static int n;
+  if (!n) {
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    n = cpus >= 8 ? 2 : 1;
+  }
+  return n;
+}
+
+int gpar__queue_init(gpar__queue *q) {
+  q->cells = malloc(sizeof *q->cells * GPAR__RING);
+  if (!q->cells) return gpar__errorf(GPAR_ENOMEM, "out of host memory for a ready queue");
+  for (size_t i = 0; i < GPAR__RING; i++) atomic_init(&q->cells[i].seq, i);
+  atomic_init(&q->tail, 0);
+  atomic_init(&q->head, 0);
+  atomic_init(&q->spinners, 0);
+  atomic_init(&q->sleepers, 0);
+  atomic_init(&q->overflowed, 0);
+  atomic_init(&q->stop, 0);
   pthread_mutex_init(&q->mu, NULL);
   pthread_cond_init(&q->cv, NULL);
-  q->head = q->tail = NULL;
-  atomic_init(&q->count, 0);
-  atomic_init(&q->spinners, 0);
-  q->sleepers = 0;
-  q->waking = 0;
-  q->stop = 0;
+  q->ov_head = q->ov_tail = NULL;
+  q->wake_gen = 0;
+  return GPAR_OK;
 }
 
 void gpar__queue_destroy(gpar__queue *q) {
+  if (!q->cells) return;
   pthread_mutex_destroy(&q->mu);
   pthread_cond_destroy(&q->cv);
+  free(q->cells);
+  q->cells = NULL;
 }
 
-/* Wake one sleeping consumer when more ops wait than consumers spin idle, unless a wake-up
- * is already on its way (queue lock held). So a stream of small ops costs about one futex wake
- * per wake-up latency, not one per op (one per op: 6 us per empty op with 32 CPU workers). */
-static void queue_wake_locked(gpar__queue *q, int queued) {
-  if (q->sleepers && !q->waking && queued > atomic_load_explicit(&q->spinners, memory_order_acquire)) {
-    q->waking = 1;
-    pthread_cond_signal(&q->cv);
+/* ---------------------------------------------------------------- the ring */
+
+static int ring_push(gpar__queue *q, gpar__op *op) {
+  size_t pos = atomic_load_explicit(&q->tail, memory_order_relaxed);
+  for (;;) {
+    gpar__ring_cell *c = &q->cells[pos & (GPAR__RING - 1)];
+    size_t seq = atomic_load_explicit(&c->seq, memory_order_acquire);
+    intptr_t dif = (intptr_t)seq - (intptr_t)pos;
+    if (dif == 0) {
+      if (atomic_compare_exchange_weak(&q->tail, &pos, pos + 1)) { /* seq_cst: see queue_push */
+        c->op = op;
+        atomic_store_explicit(&c->seq, pos + 1, memory_order_release);
+        return 1;
+      }
+    } else if (dif < 0) {
+      return 0; /* full */
+    } else {
+      pos = atomic_load_explicit(&q->tail, memory_order_relaxed);
+    }
   }
 }
 
-void gpar__queue_push(gpar__queue *q, gpar__op *op) {
+static gpar__op *ring_pop(gpar__queue *q) {
+  size_t pos = atomic_load_explicit(&q->head, memory_order_relaxed);
+  for (;;) {
+    gpar__ring_cell *c = &q->cells[pos & (GPAR__RING - 1)];
+    size_t seq = atomic_load_explicit(&c->seq, memory_order_acquire);
+    intptr_t dif = (intptr_t)seq - (intptr_t)(pos + 1);
+    if (dif == 0) {
+      if (atomic_compare_exchange_weak_explicit(&q->head, &pos, pos + 1, memory_order_relaxed, memory_order_relaxed)) {
+        gpar__op *op = c->op;
+        atomic_store_explicit(&c->seq, pos + GPAR__RING, memory_order_release);
+        return op;
+      }
+    } else if (dif < 0) {
+      return NULL; /* empty (or a push still publishing its cell) */
+    } else {
+      pos = atomic_load_explicit(&q->head, memory_order_relaxed);
+    }
+  }
+}
+
+/* Something is queued or being queued (a claimed cell not yet published counts). */
+static int queue_nonempty(gpar__queue *q) {
+  return atomic_load(&q->tail) != atomic_load(&q->head) || atomic_load(&q->overflowed) > 0;
+}
+
+/* ---------------------------------------------------------------- overflow, sleeping */
+
+static void overflow_push(gpar__queue *q, gpar__op *op) {
   op->next = NULL;
   pthread_mutex_lock(&q->mu);
-  if (q->tail)
-    q->tail->next = op;
+  if (q->ov_tail)
+    q->ov_tail->next = op;
   else
-    q->head = op;
-  q->tail = op;
-  int queued = atomic_fetch_add_explicit(&q->count, 1, memory_order_release) + 1;
-  queue_wake_locked(q, queued);
+    q->ov_head = op;
+  q->ov_tail = op;
+  atomic_fetch_add(&q->overflowed, 1);
   pthread_mutex_unlock(&q->mu);
 }
 
-void gpar__queue_stop(gpar__queue *q) {
+static gpar__op *overflow_pop(gpar__queue *q) {
+  if (atomic_load_explicit(&q->overflowed, memory_order_relaxed) == 0) return NULL;
   pthread_mutex_lock(&q->mu);
-  q->stop = 1;
+  gpar__op *op = q->ov_head;
+  if (op) {
+    q->ov_head = op->next;
+    if (!q->ov_head) q->ov_tail = NULL;
+    atomic_fetch_sub(&q->overflowed, 1);
+  }
+  pthread_mutex_unlock(&q->mu);
+  return op;
+}
+
+static void wake_one(gpar__queue *q) {
+  pthread_mutex_lock(&q->mu);
+  q->wake_gen++;
+  pthread_cond_signal(&q->cv);
+  pthread_mutex_unlock(&q->mu);
+}
+
+/* Sleep until a push or a stop wakes this consumer, unless something is queued already. */
+static void sleep_until_woken(gpar__queue *q) {
+  pthread_mutex_lock(&q->mu);
+  atomic_fetch_add(&q->sleepers, 1);
+  int gen = q->wake_gen;
+  while (gen == q->wake_gen && !queue_nonempty(q) && !atomic_load(&q->stop)) pthread_cond_wait(&q->cv, &q->mu);
+  atomic_fetch_sub(&q->sleepers, 1);
+  pthread_mutex_unlock(&q->mu);
+}
+
+/* ---------------------------------------------------------------- push, pop */
+
+void gpar__queue_push(gpar__queue *q, gpar__op *op) {
+  if (!ring_push(q, op)) overflow_push(q, op);
+  if (atomic_load(&q->sleepers) > 0 && atomic_load(&q->spinners) == 0) wake_one(q);
+}
+
+void gpar__queue_stop(gpar__queue *q) {
+  atomic_store(&q->stop, 1);
+  pthread_mutex_lock(&q->mu);
+  q->wake_gen++;
   pthread_cond_broadcast(&q->cv);
   pthread_mutex_unlock(&q->mu);
 }
 
-/* Pop one op (all = 0) or the whole queue (all = 1). Spins for a few microseconds before
- * sleeping, so a steady stream of small ops never pays a futex wake-up. NULL once stopped. */
-gpar__op *gpar__queue_pop(gpar__queue *q, int all) {
-  const double spin_s = 20e-6;
-  /* At most two consumers spin; the rest sleep. With one spinner per core (32 CPU workers)
-   * every push became a stampede on the lock: 6.5 us per empty op instead of 0.4. */
-  if (atomic_load_explicit(&q->count, memory_order_acquire) == 0) {
-    if (atomic_fetch_add_explicit(&q->spinners, 1, memory_order_acq_rel) < 2) {
-      double until = gpar__now() + spin_s;
-      while (atomic_load_explicit(&q->count, memory_order_acquire) == 0 && gpar__now() < until) {
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
-      }
-    }
-    atomic_fetch_sub_explicit(&q->spinners, 1, memory_order_acq_rel);
-  }
-  pthread_mutex_lock(&q->mu);
-  while (!q->head && !q->stop) {
-    q->sleepers++;
-    pthread_cond_wait(&q->cv, &q->mu);
-    q->sleepers--;
-    q->waking = 0;
-  }
-  gpar__op *op = q->head;
-  if (op) {
-    if (all) {
-      q->head = q->tail = NULL;
-      atomic_store_explicit(&q->count, 0, memory_order_relaxed);
-    } else {
-      q->head = op->next;
-      if (!q->head) q->tail = NULL;
-      atomic_fetch_sub_explicit(&q->count, 1, memory_order_relaxed);
-      op->next = NULL;
-      queue_wake_locked(q, atomic_load_explicit(&q->count, memory_order_relaxed)); /* backlog */
+static gpar__op *try_pop(gpar__queue *q) {
+  gpar__op *op = ring_pop(q);
+  return op ? op : overflow_pop(q);
+}
+
+/* Spin for an op a little while (at most max_spinners consumers at once). */
+static gpar__op *spin_pop(gpar__queue *q) {
+  gpar__op *op = NULL;
+  if (atomic_fetch_add(&q->spinners, 1) < max_spinners()) {
+    double until = gpar__now() + GPAR__SPIN_S;
+    for (int i = 0; !(op = try_pop(q)) && !atomic_load_explicit(&q->stop, memory_order_relaxed); i++) {
+      gpar__cpu_relax();
+      if ((i & 63) == 63 && gpar__now() > until) break;
     }
   }
-  pthread_mutex_unlock(&q->mu);
+  atomic_fetch_sub(&q->spinners, 1);
+  return op;
+}
+
+gpar__op *gpar__queue_pop(gpar__queue *q, int max) {
+  gpar__op *op;
+  for (;;) {
+    if ((op = try_pop(q)) || (op = spin_pop(q))) break;
+    if (atomic_load(&q->stop)) return NULL;
+    sleep_until_woken(q);
+  }
+  op->next = NULL;
+  gpar__op *last = op;
+  for (int n = 1; n < max; n++) { /* a batch (a dispatcher): what is queued now */
+    gpar__op *more = try_pop(q);
+    if (!more) break;
+    more->next = NULL;
+    last->next = more;
+    last = more;
+  }
+  /* More waiting and nobody spinning: hand the rest to the next sleeper. */
+  if (atomic_load_explicit(&q->sleepers, memory_order_relaxed) > 0 && atomic_load(&q->spinners) == 0 &&
+      queue_nonempty(q))
+    wake_one(q);
   return op;
 }

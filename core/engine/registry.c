@@ -21,17 +21,10 @@ _Thread_local int gpar__in_op;
 #define GPAR__ENGINE_SERIAL_MAX ((uint64_t)(UINTPTR_MAX >> (GPAR__TOKEN_SLOT_BITS + 1)))
 _Static_assert(GPAR__MAX_ENGINES <= 1 << GPAR__TOKEN_SLOT_BITS, "engine slots fit the token");
 
-static pthread_once_t gpar__registry_once = PTHREAD_ONCE_INIT;
 static uint64_t gpar__engine_serial; /* last engine serial given (registry lock) */
 _Thread_local int gpar__depth;
 _Thread_local double gpar__t_call;
 
-static void registry_init(void) {
-  for (int i = 0; i < GPAR__MAX_ENGINES; i++) {
-    pthread_mutex_init(&gpar__engines[i].mu, NULL);
-    pthread_cond_init(&gpar__engines[i].retire_cv, NULL);
-  }
-}
 
 gpar_engine *gpar__engine_token(gpar_engine *eng) {
   return (gpar_engine *)(uintptr_t)((atomic_load(&eng->serial) << (GPAR__TOKEN_SLOT_BITS + 1)) |
@@ -126,7 +119,6 @@ int gpar__engine_is(gpar_engine *eng, uint64_t serial) {
 }
 
 GPAR_API void gpar__test_set_serials(uint64_t next_engine, uint64_t next_buffer) {
-  pthread_once(&gpar__registry_once, registry_init);
   pthread_mutex_lock(&gpar__registry_mu);
   if (next_engine) gpar__engine_serial = next_engine - 1;
   if (next_buffer) gpar__buf_serial_set(next_buffer);
@@ -137,7 +129,6 @@ gpar_engine *gpar__engine_at(uint64_t s) { return s < GPAR__MAX_ENGINES ? &gpar_
 
 /* Claim a free slot with a fresh serial (registry lock); NULL with *status on failure. */
 gpar_engine *gpar__engine_claim(int *status) {
-  pthread_once(&gpar__registry_once, registry_init);
   pthread_mutex_lock(&gpar__registry_mu);
   gpar_engine *eng = NULL;
   if (gpar__engine_serial >= GPAR__ENGINE_SERIAL_MAX) {
@@ -158,6 +149,7 @@ gpar_engine *gpar__engine_claim(int *status) {
     eng->slot = (int)(eng - gpar__engines);
     atomic_store(&eng->serial, ++gpar__engine_serial);
     atomic_store(&eng->first_buf_serial, gpar__buf_serial_last() + 1);
+    gpar__engine_sync_init(eng);
     atomic_store(&eng->state, GPAR__ENG_INIT);
   }
   pthread_mutex_unlock(&gpar__registry_mu);
@@ -166,6 +158,7 @@ gpar_engine *gpar__engine_claim(int *status) {
 }
 
 void gpar__engine_release_slot(gpar_engine *eng) {
+  gpar__engine_sync_destroy(eng);
   pthread_mutex_lock(&gpar__registry_mu);
   atomic_store(&eng->state, GPAR__ENG_FREE);
   pthread_mutex_unlock(&gpar__registry_mu);

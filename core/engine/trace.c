@@ -10,20 +10,26 @@
 
 static const char *const gpar__lane_names[GPAR__NLANES] = {"compute", "h2d", "d2h", "peer"};
 
-/* Record a retiring op (engine lock held). */
-void gpar__trace_op_locked(gpar_engine *eng, gpar__op *op, double t_retired) {
-  const double phase[5] = {op->t_submit - op->t_call, op->t_taken - op->t_ready, op->t_ran - op->t_taken,
-                           op->t_seen - op->t_ran, t_retired - op->t_seen};
+/* Add a retiring op's phases to the sums and, with a trace file, a record (trace_mu held);
+ * 0 when there is no room for the record. */
+static gpar__trace_rec *trace_add_locked(gpar_engine *eng, const double *phase) {
   for (int i = 0; i < 5; i++) eng->bd_sum[i] += phase[i];
   eng->bd_ops++;
-  if (eng->tracing < 2) return;
+  if (eng->tracing < 2) return NULL;
   if (eng->ntrace == eng->captrace) {
     size_t cap = eng->captrace ? eng->captrace * 2 : 4096;
     gpar__trace_rec *t = realloc(eng->trace, sizeof *t * cap);
-    if (!t) return; /* tracing is best effort: drop the record */
+    if (!t) return NULL; /* tracing is best effort: drop the record */
     eng->trace = t;
     eng->captrace = cap;
   }
+  return &eng->trace[eng->ntrace++];
+}
+
+/* Record a retiring op. */
+void gpar__trace_op(gpar_engine *eng, gpar__op *op, double t_retired) {
+  const double phase[5] = {op->t_submit - op->t_call, op->t_taken - op->t_ready, op->t_ran - op->t_taken,
+                           op->t_seen - op->t_ran, t_retired - op->t_seen};
   gpar__device *dev = op->dev;
   double start = op->t_start, end = op->t_end;
   if (dev->ops->ordered_by_events) {
@@ -37,14 +43,13 @@ void gpar__trace_op_locked(gpar_engine *eng, gpar__op *op, double t_retired) {
     }
   }
   if (end < start) end = start;
-  gpar__trace_rec *r = &eng->trace[eng->ntrace++];
-  r->name = op->kind && op->kind->name ? op->kind->name : "op";
-  r->dev = dev->index;
-  r->lane = op->lane;
-  r->submit = (op->t_submit - eng->t0) * 1e6;
-  r->ts = (start - eng->t0) * 1e6;
-  r->dur = (end - start) * 1e6;
-  for (int i = 0; i < 5; i++) r->phase[i] = (float)(phase[i] * 1e6);
+  gpar__trace_rec rec = {op->kind && op->kind->name ? op->kind->name : "op", dev->index, op->lane,
+                         (start - eng->t0) * 1e6, (end - start) * 1e6, (op->t_submit - eng->t0) * 1e6, {0}};
+  for (int i = 0; i < 5; i++) rec.phase[i] = (float)(phase[i] * 1e6);
+  pthread_mutex_lock(&eng->trace_mu);
+  gpar__trace_rec *r = trace_add_locked(eng, phase);
+  if (r) *r = rec;
+  pthread_mutex_unlock(&eng->trace_mu);
 }
 
 void gpar__trace_write(gpar_engine *eng) {
@@ -62,7 +67,7 @@ void gpar__trace_write(gpar_engine *eng) {
       fprintf(f, "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"%s\"}},\n", d, l,
               gpar__lane_names[l]);
   }
-  pthread_mutex_lock(&eng->mu);
+  pthread_mutex_lock(&eng->trace_mu);
   for (size_t i = 0; i < eng->ntrace; i++) {
     const gpar__trace_rec *r = &eng->trace[i];
     fprintf(f,
@@ -72,14 +77,14 @@ void gpar__trace_write(gpar_engine *eng) {
             r->name, r->dev, r->lane, r->ts, r->dur, r->submit, r->phase[0], r->phase[1], r->phase[2], r->phase[3],
             r->phase[4], i + 1 < eng->ntrace ? "," : "");
   }
-  pthread_mutex_unlock(&eng->mu);
+  pthread_mutex_unlock(&eng->trace_mu);
   fputs("]\n", f);
   fclose(f);
 }
 
 int gpar__breakdown(gpar_engine *eng, gpar_breakdown *bd, int reset) {
   int st;
-  pthread_mutex_lock(&eng->mu);
+  pthread_mutex_lock(&eng->trace_mu);
   double n = eng->bd_ops ? (double)eng->bd_ops : 1.0;
   bd->ops = eng->bd_ops;
   bd->submit_us = eng->bd_sum[0] / n * 1e6;
@@ -92,6 +97,6 @@ int gpar__breakdown(gpar_engine *eng, gpar_breakdown *bd, int reset) {
     for (int i = 0; i < 5; i++) eng->bd_sum[i] = 0;
   }
   st = eng->tracing ? GPAR_OK : gpar__errorf(GPAR_ENOTSUP, "gpar_breakdown_get: tracing is off (set trace_path)");
-  pthread_mutex_unlock(&eng->mu);
+  pthread_mutex_unlock(&eng->trace_mu);
   return st;
 }

@@ -90,7 +90,10 @@ static int engine_add_backend(gpar_engine *eng, const gpar__backend_ops *ops) {
     dev->be = be;
     dev->bidx = i;
     dev->eng = eng;
-    gpar__queue_init(&dev->ready);
+    if ((st = gpar__queue_init(&dev->ready)) != GPAR_OK) {
+      free(dev);
+      return st;
+    }
     pthread_mutex_init(&dev->cmu, NULL);
     pthread_cond_init(&dev->ccv, NULL);
     if ((st = ops->device_info(be, i, &dev->info)) || (st = ops->device_open(be, i, &dev->bdev))) {
