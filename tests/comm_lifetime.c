@@ -85,7 +85,7 @@ static void test_stale_slot(void) {
 
 typedef struct inside {
   gpar_comm comm;
-  float *x;         /* the member buffer this op writes */
+  float *x;         /* the member buffer this op writes (NULL: it only declares the write) */
   size_t n;
   float value;
   atomic_int queued;  /* the main thread has queued the collective */
@@ -97,7 +97,7 @@ typedef struct inside {
 static int destroy_inside_fn(const gpar_native *nat, void *arg) {
   inside *in = arg;
   (void)nat;
-  for (size_t i = 0; i < in->n; i++) in->x[i] = in->value;
+  for (size_t i = 0; in->x && i < in->n; i++) in->x[i] = in->value;
   tu_wait_flag(&in->queued, 10);
   in->st = gpar_comm_destroy(in->comm);
   return GPAR_OK;
@@ -133,47 +133,59 @@ static void test_destroy_inside_transport(void) {
   is_status(gpar_shutdown(eng), GPAR_OK, "shutdown");
 }
 
-/* A communicator of the engine's own (staged; host plus the OpenCL devices when present). */
-static void test_destroy_inside_staged(void) {
-  gpar_engine *eng = tu_engine(0, 2, 0);
-  int devs[3], n = 0;
-  devs[n++] = host_dev(eng);
-  for (int i = 0; i < 2; i++) {
-    int d = gpar_device_find(eng, GPAR_BACKEND_OPENCL, -1, i);
-    if (d >= 0) devs[n++] = d;
-  }
+/* A communicator of the engine's own over devs (n members): an op queued first declares that it
+ * writes member 0's buffer, so the allreduce queued next waits for it, and destroys from inside. */
+static void destroy_inside_own(gpar_engine *eng, const int *devs, int n, const char *name) {
   static inside in;
   memset(&in, 0, sizeof in);
   if (gpar_comm_create(eng, devs, n, &in.comm) != GPAR_OK) bail_out("gpar_comm_create");
-  gpar_buffer b[3];
-  b[0] = host_floats(eng, 64, 0.0f);
-  float want = 1.0f;
-  for (int i = 1; i < n; i++) {
+  gpar_buffer b[8] = {{0, 0}};
+  float want = 0;
+  for (int i = 0; i < n; i++) {
     b[i] = tu_buffer(eng, devs[i], 64 * sizeof(float));
     if (tu_fill_value(b[i], 64, (float)(i + 1)) != GPAR_OK) bail_out("fill a member");
     want += (float)(i + 1);
   }
-  in.x = gpar_buffer_host_ptr(b[0]);
-  in.n = 64;
-  in.value = 1.0f;
   is_status(gpar_submit(eng, GPAR_HOST, destroy_inside_fn, &in, NULL, 0, &b[0], 1), GPAR_OK,
-            "staged: an op that will destroy the communicator is queued");
+            "an op that will destroy the communicator is queued");
   int ar = gpar_allreduce(in.comm, b, NULL, 64, GPAR_FLOAT, GPAR_SUM);
-  diag("staged: %d members", n);
-  is_status(ar, GPAR_OK, "staged: an allreduce is queued behind it");
+  diag("%s: %d members", name, n);
+  is_status(ar, GPAR_OK, "an allreduce is queued behind it");
   atomic_store(&in.queued, 1);
   int good = gpar_wait_all(eng) == GPAR_OK;
   for (int i = 0; i < n; i++) {
     float got[64];
     good &= gpar_read(b[i], 0, got, sizeof got) == GPAR_OK && all_floats(got, 64, want);
   }
-  is_status(in.st, GPAR_EDEADLK, "staged: gpar_comm_destroy from inside an op: GPAR_EDEADLK");
-  ok(good, "staged: the queued allreduce gave every member the sum (%g)", want);
-  is_status(gpar_allreduce(in.comm, b, NULL, 64, GPAR_FLOAT, GPAR_SUM), GPAR_OK,
-            "staged: the communicator still takes collectives");
-  is_status(gpar_comm_destroy(in.comm), GPAR_OK, "staged: a later destroy from outside succeeds");
-  is_status(gpar_comm_info(in.comm, NULL, NULL, NULL), GPAR_EINVAL, "staged: its handle is refused afterwards");
+  is_status(in.st, GPAR_EDEADLK, "gpar_comm_destroy from inside an op: GPAR_EDEADLK");
+  ok(good, "%s: the queued allreduce gave every member the sum (%g)", name, want);
+  is_status(gpar_allreduce(in.comm, b, NULL, 64, GPAR_FLOAT, GPAR_SUM), GPAR_OK, "the communicator still takes collectives");
+  is_status(gpar_wait_all(eng), GPAR_OK, "  which complete");
+  is_status(gpar_comm_destroy(in.comm), GPAR_OK, "a later destroy from outside succeeds");
+  is_status(gpar_comm_info(in.comm, NULL, NULL, NULL), GPAR_EINVAL, "its handle is refused afterwards");
   for (int i = 0; i < n; i++) gpar_buffer_release(b[i]);
+}
+
+/* The engine's own communicators: the host with the OpenCL devices (staged), and the CUDA devices
+ * (NCCL when built) where there are any. */
+static void test_destroy_inside_own(void) {
+  gpar_engine *eng = tu_engine(0, 2, 0);
+  int devs[8], n = 0;
+  devs[n++] = host_dev(eng);
+  for (int i = 0; i < 2; i++) {
+    int d = gpar_device_find(eng, GPAR_BACKEND_OPENCL, -1, i);
+    if (d >= 0) devs[n++] = d;
+  }
+  destroy_inside_own(eng, devs, n, "host and OpenCL members (staged)");
+  n = 0;
+  for (int i = 0; i < 8; i++) {
+    int d = gpar_device_find(eng, GPAR_BACKEND_CUDA, -1, i);
+    if (d >= 0) devs[n++] = d;
+  }
+  if (n > 0)
+    destroy_inside_own(eng, devs, n, "CUDA members");
+  else
+    skip(8, "no CUDA device");
   is_status(gpar_shutdown(eng), GPAR_OK, "shutdown");
 }
 
@@ -283,6 +295,29 @@ static void test_shutdown_reclaims(void) {
   is_status(gpar_comm_destroy(cs), GPAR_EINVAL, "  destroying it: GPAR_EINVAL");
   is_status(gpar_comm_destroy(ct), GPAR_EINVAL, "  destroying the transport one: GPAR_EINVAL");
   ok(atomic_load(&tt.destroy_calls) == 1, "  the transport was destroyed once in all (%d)", atomic_load(&tt.destroy_calls));
+
+  /* CUDA members (NCCL when built): the communicator left at shutdown after a queued allreduce. */
+  gpar_engine *ge = tu_engine(0, 2, 0);
+  int cd[8], nc = 0;
+  for (int i = 0; i < 8; i++)
+    if ((cd[nc] = gpar_device_find(ge, GPAR_BACKEND_CUDA, -1, i)) >= 0) nc++;
+  if (nc > 0) {
+    gpar_comm cc;
+    gpar_buffer cb[8] = {{0, 0}};
+    int st = gpar_comm_create(ge, cd, nc, &cc);
+    for (int i = 0; i < nc && st == GPAR_OK; i++) {
+      cb[i] = tu_buffer(ge, cd[i], 64 * sizeof(float));
+      st = tu_fill_value(cb[i], 64, 1.0f);
+    }
+    if (st == GPAR_OK) st = gpar_allreduce(cc, cb, NULL, 64, GPAR_FLOAT, GPAR_SUM);
+    int sd = gpar_shutdown(ge);
+    ok(st == GPAR_OK && sd == GPAR_OK, "%d CUDA members: an allreduce queued, then shutdown (%s, %s)", nc,
+       gpar_status_name(st), gpar_status_name(sd));
+    is_status(gpar_comm_info(cc, NULL, NULL, NULL), GPAR_EINVAL, "  the CUDA communicator's handle is refused: GPAR_EINVAL");
+  } else {
+    skip(2, "no CUDA device");
+    gpar_shutdown(ge);
+  }
 }
 
 /* More engine lifetimes than the process has communicator slots (4,096 today), each leaving a
@@ -321,7 +356,7 @@ int main(int argc, char **argv) {
   tap_start();
   if (want(argc, argv, "stale_slot")) test_stale_slot();
   if (want(argc, argv, "destroy_inside_transport")) test_destroy_inside_transport();
-  if (want(argc, argv, "destroy_inside_staged")) test_destroy_inside_staged();
+  if (want(argc, argv, "destroy_inside_own")) test_destroy_inside_own();
   if (want(argc, argv, "drain_outside")) test_shutdown_drain(0);
   if (want(argc, argv, "drain_inside")) test_shutdown_drain(1);
   if (want(argc, argv, "shutdown_reclaims")) test_shutdown_reclaims();

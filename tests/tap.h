@@ -80,6 +80,7 @@ static inline void skip(int n, const char *reason) {
 
 /* The whole program does not apply here: no plan may have been printed yet. After tests have
  * run it is a mistake in the program, reported as a failure rather than a skip. */
+static inline void skip_all(const char *reason) __attribute__((noreturn));
 static inline void skip_all(const char *reason) {
   if (tap_count > 0 || tap_planned >= 0) {
     printf("Bail out! skip_all(\"%s\") after %d tests\n", reason, tap_count);
@@ -91,6 +92,7 @@ static inline void skip_all(const char *reason) {
   exit(0);
 }
 
+static inline void bail_out(const char *reason) __attribute__((noreturn));
 static inline void bail_out(const char *reason) {
   printf("Bail out! %s\n", reason);
   fflush(stdout);
