@@ -8,7 +8,10 @@
  * transport's destroy is called once, after its ops ran) and their handles are refused
  * afterwards, so engine lifetimes that leave communicators behind never use up the process's
  * communicators. Transport communicators use tests/comm_transport.h, whose context is freed in
- * destroy: under ASan a use of it after that is reported. Run under ASan and TSan too. */
+ * destroy: under ASan a use of it after that is reported. The engine's own communicators are
+ * tested on the host with the OpenCL devices (staged) and, where present, on the CUDA devices
+ * (NCCL when built). Run under ASan and TSan too; name cases on the command line to run only
+ * those (see main). */
 #include <pthread.h>
 
 #include "comm_transport.h"
