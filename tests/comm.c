@@ -237,6 +237,22 @@ int main(void) {
     } else {
       skip(2, "no device outside the communicator");
     }
+    if (n > 1) { /* each member's buffer must be its own: one buffer for two members is refused */
+      gpar_stats s0, s1;
+      gpar_buffer s2 = b[n - 1];
+      gpar_wait_all(eng);
+      gpar_stats_get(eng, &s0);
+      b[n - 1] = b[0];
+      int shared = gpar_allreduce(comm, b, NULL, 64, GPAR_FLOAT, GPAR_SUM);
+      b[n - 1] = s2;
+      gpar_stats_get(eng, &s1);
+      ok(shared == GPAR_EALIAS || shared == GPAR_ENODEV, "members 0 and %d given one buffer: refused (%s: %s)", n - 1,
+         gpar_status_name(shared), gpar_last_error());
+      ok(s1.ops_submitted == s0.ops_submitted, "  nothing enqueued");
+      gpar_wait_all(eng);
+    } else {
+      skip(2, "one member: no two members to share a buffer");
+    }
     bad(eng, gpar_allreduce(comm, b, NULL, 0, GPAR_FLOAT, GPAR_SUM), GPAR_EINVAL, "count 0: GPAR_EINVAL");
     bad(eng, gpar_allreduce(comm, b, NULL, 4, (gpar_dtype)7, GPAR_SUM), GPAR_EINVAL, "unknown type: GPAR_EINVAL");
     bad(eng, gpar_allreduce(comm, b, NULL, 4, GPAR_FLOAT, (gpar_redop)9), GPAR_EINVAL, "unknown reduction: GPAR_EINVAL");

@@ -8,4 +8,8 @@ tests_cuda_nccl_abort_SOURCES = tests/cuda_nccl_abort.c $(GPAR_TEST_HDRS)
 tests_cuda_nccl_abort_LDADD = libgpar.la
 if HAVE_NCCL
 tests_cuda_nccl_abort_CPPFLAGS = $(AM_CPPFLAGS) -DGPAR_TEST_HAVE_NCCL=1
+else
+# Defined in both branches: automake gives the program its own objects either way, and without
+# this they would compile without AM_CPPFLAGS (no -I include) in every build without NCCL.
+tests_cuda_nccl_abort_CPPFLAGS = $(AM_CPPFLAGS)
 endif

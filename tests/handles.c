@@ -2,7 +2,9 @@
  * and shut-down handles are refused, also after more engine lifetimes than engine slots and at
  * the very end of the engine and buffer serial counters (jumped there by a test hook); a GEMM
  * range-checks operands it does not read (k == 0); gpar_buffer_create leaves the null handle on
- * every failure. The serial jump comes last: it uses the counters up for this process. */
+ * every failure; a bufferless gpar_submit on a dead engine token is refused and runs nothing. The
+ * serial jump comes last: it uses the counters up for this process, and creating after that keeps
+ * failing (the counters do not wrap). */
 #include <limits.h>
 
 #include "testutil.h"
@@ -15,6 +17,15 @@ void gpar__test_set_serials(uint64_t next_engine, uint64_t next_buffer);
 static gpar_engine *host_engine(void) { return tu_engine(GPAR_BACKEND_HOST, 1, 0); }
 
 static int is_null(gpar_buffer b) { return b.id == 0 && b.serial == 0; }
+
+/* A user function that counts its runs: a bufferless gpar_submit on a dead engine must not run it. */
+static atomic_int stale_runs;
+static int count_run(const gpar_native *nat, void *arg) {
+  (void)nat;
+  (void)arg;
+  atomic_fetch_add(&stale_runs, 1);
+  return GPAR_OK;
+}
 
 /* Released, foreign and shut-down handles, across more lifetimes than there are engine slots. */
 static void test_stale(void) {
@@ -33,6 +44,8 @@ static void test_stale(void) {
   is_status(gpar_shutdown(e2), GPAR_OK, "shutdown e2");
   is_status(gpar_copy(a, 0, f, 0, 8), GPAR_EBADBUF, "handle of a shut-down engine: EBADBUF");
   is_status(gpar_wait_all(e2), GPAR_ESHUTDOWN, "token of a shut-down engine: ESHUTDOWN");
+  is_status(gpar_submit(e2, GPAR_HOST, count_run, NULL, NULL, 0, NULL, 0), GPAR_ESHUTDOWN,
+            "bufferless gpar_submit on a shut-down engine: ESHUTDOWN");
 
   /* 3 x 64 lifetimes: every slot comes back several times; the old handles stay dead. */
   int bad = 0;
@@ -42,10 +55,15 @@ static void test_stale(void) {
     if (gpar_buffer_create(e, GPAR_HOST, 64, &b) != GPAR_OK) bad++;
     if (gpar_wait_all(e2) != GPAR_ESHUTDOWN || gpar_fill(f, 0, 8, 0) != GPAR_EBADBUF) bad++;
     if (b.id == f.id && b.serial == f.serial) bad++;
+    /* e2's slot comes back: its stale token's bufferless submit must reach no engine */
+    if (gpar_submit(e2, GPAR_HOST, count_run, NULL, NULL, 0, NULL, 0) != GPAR_ESHUTDOWN) bad++;
+    if (gpar_wait_all(e) != GPAR_OK) bad++;
     if (gpar_shutdown(e) != GPAR_OK) bad++;
     if (gpar_fill(b, 0, 8, 0) != GPAR_EBADBUF || gpar_device_count(e) != GPAR_ESHUTDOWN) bad++;
+    if (gpar_submit(e, GPAR_HOST, count_run, NULL, NULL, 0, NULL, 0) != GPAR_ESHUTDOWN) bad++;
   }
-  is_int(bad, 0, "192 engine lifetimes: stale engine and buffer handles stay refused");
+  is_int(bad, 0, "192 engine lifetimes: stale engine and buffer handles stay refused (bufferless submits too)");
+  is_int(atomic_load(&stale_runs), 0, "  no bufferless submit on a dead engine ran");
   gpar_buffer_release(again);
   gpar_buffer_release(a);
   is_status(gpar_shutdown(e1), GPAR_OK, "shutdown e1");
@@ -123,6 +141,12 @@ static void test_wrap(void) {
      "the last three buffer serials are given (last %llu)", (unsigned long long)b[2].serial);
   ok(st[3] == GPAR_ENOMEM && is_null(last), "then create fails with ENOMEM and the null handle (%s)",
      gpar_status_name(st[3]));
+  /* Used up means used up: the failed create must not have moved the counter round. */
+  gpar_buffer again[2] = {{7, 7}, {7, 7}};
+  int sa0 = gpar_buffer_create(e1, GPAR_HOST, 64, &again[0]), sa1 = gpar_buffer_create(e1, GPAR_HOST, 64, &again[1]);
+  ok(sa0 == GPAR_ENOMEM && sa1 == GPAR_ENOMEM && is_null(again[0]) && is_null(again[1]),
+     "  and so do the next two creates: the serials do not wrap (%s, %s; serial %llu)", gpar_status_name(sa0),
+     gpar_status_name(sa1), (unsigned long long)again[1].serial);
   is_status(gpar_fill(ob, 0, 8, 0), GPAR_EBADBUF, "a handle from before the jump stays dead");
   is_status(gpar_wait_all(old), GPAR_ESHUTDOWN, "an engine token from before the jump stays dead");
   is_status(gpar_buffer_release(b[1]), GPAR_OK, "release a buffer with a serial near the end");
@@ -141,6 +165,10 @@ static void test_wrap(void) {
   int s3 = gpar_init(&e3, &cfg);
   ok(s3 == GPAR_ENOMEM && e3 == NULL, "no serial left: gpar_init fails with ENOMEM and NULL (%s)",
      gpar_status_name(s3));
+  gpar_engine *e4 = (gpar_engine *)(uintptr_t)1;
+  int s4 = gpar_init(&e4, &cfg);
+  ok(s4 == GPAR_ENOMEM && e4 == NULL, "  and again: engine serials do not wrap (%s)", gpar_status_name(s4));
+  if (s4 == GPAR_OK) gpar_shutdown(e4);
   is_status(gpar_shutdown(e2), GPAR_OK, "shutdown the last engine");
   is_status(gpar_wait_all(e2), GPAR_ESHUTDOWN, "  its token is refused");
   is_status(gpar_wait_all(old), GPAR_ESHUTDOWN, "  the first engine's token still is");

@@ -78,21 +78,36 @@ static inline void skip(int n, const char *reason) {
   while (n-- > 0) printf("ok %d # SKIP %s\n", ++tap_count, reason);
 }
 
-/* The whole program does not apply here: no plan may have been printed yet. */
+/* The whole program does not apply here: no plan may have been printed yet. After tests have
+ * run it is a mistake in the program, reported as a failure rather than a skip. */
+static inline void skip_all(const char *reason) __attribute__((noreturn));
 static inline void skip_all(const char *reason) {
+  if (tap_count > 0 || tap_planned >= 0) {
+    printf("Bail out! skip_all(\"%s\") after %d tests\n", reason, tap_count);
+    fflush(stdout);
+    exit(1);
+  }
   printf("1..0 # SKIP %s\n", reason);
   fflush(stdout);
   exit(0);
 }
 
+static inline void bail_out(const char *reason) __attribute__((noreturn));
 static inline void bail_out(const char *reason) {
   printf("Bail out! %s\n", reason);
   fflush(stdout);
   exit(1);
 }
 
-/* Print the plan if none was given; return the exit status (0 when all passed). */
+/* Print the plan if none was given; return the exit status (0 when all passed). Main returns
+ * it (`return done_testing();`): a program's exit status is its result. No test at all is a
+ * failure, not a pass (a program that does not apply calls skip_all instead). */
 static inline int done_testing(void) {
+  if (tap_planned < 0 && tap_count == 0) {
+    printf("Bail out! no test ran\n");
+    fflush(stdout);
+    return 1;
+  }
   if (tap_planned < 0) {
     printf("1..%d\n", tap_count);
   } else if (tap_planned != tap_count) {
