@@ -76,6 +76,7 @@ typedef struct fill_arg {
   size_t n;
   float v;
   atomic_int *after, *flag;
+  long delay_us;
 } fill_arg;
 
 static int fill_op(const gpar_native *nat, void *arg) {
@@ -83,8 +84,8 @@ static int fill_op(const gpar_native *nat, void *arg) {
   fill_arg *a = arg;
   if (a->after) {
     if (!tu_wait_flag(a->after, 60)) return gpar_error_set(GPAR_EBACKEND, "fill_op: the other input was never written");
-    tu_sleep_us(100000); /* give a collective that (wrongly) did not wait for this one time to start */
   }
+  tu_sleep_us(a->delay_us); /* give a collective that (wrongly) does not wait for this op time to start */
   for (size_t i = 0; i < a->n; i++) a->p[i] = a->v;
   if (a->flag) atomic_store(a->flag, 1);
   return GPAR_OK;
@@ -124,8 +125,11 @@ static void limits(gpar_engine *eng) {
   all_ok(gpar_comm_destroy(z) == GPAR_OK, "limits: gpar_comm_destroy");
 }
 
-/* Item 14: rank 0 gives collective A a slow input (written only after B's input) and then
- * issues B; the others issue A and B with their inputs ready. Every rank must pair A with A. */
+/* Item 14: rank 0 gives collective A a slow input (written only after B's input, then 100 ms
+ * more) and then issues B; the others issue A with its input ready and B with its input 50 ms
+ * later. Every rank must pair A with A (a library that lost program order would start B first on
+ * rank 0 and A first on the others; the delays only make that likely, the results never depend
+ * on them). */
 static void program_order(gpar_engine *eng) {
   int hd = host_of(eng);
   gpar_comm w;
@@ -134,7 +138,8 @@ static void program_order(gpar_engine *eng) {
   gpar_buffer a = tu_buffer(eng, hd, n * sizeof(float)), b = tu_buffer(eng, hd, n * sizeof(float));
   float va = (float)(rank + 1), vb = 1000.0f * (float)(rank + 1);
   atomic_int b_written = 0;
-  fill_arg fa = {gpar_buffer_host_ptr(a), n, va, &b_written, NULL}, fb = {gpar_buffer_host_ptr(b), n, vb, NULL, &b_written};
+  fill_arg fa = {gpar_buffer_host_ptr(a), n, va, &b_written, NULL, 100000},
+           fb = {gpar_buffer_host_ptr(b), n, vb, NULL, &b_written, 0};
   int st = GPAR_OK;
   if (rank == 0) {
     st |= gpar_submit(eng, GPAR_HOST, fill_op, &fa, NULL, 0, &a, 1);
@@ -144,7 +149,8 @@ static void program_order(gpar_engine *eng) {
   } else {
     fill(a, n, va);
     st |= gpar_allreduce(w, &a, NULL, n, GPAR_FLOAT, GPAR_SUM);
-    fill(b, n, vb);
+    fb.delay_us = 50000; /* B's input a little later than A's: A is started first here even if nothing orders them */
+    st |= gpar_submit(eng, GPAR_HOST, fill_op, &fb, NULL, 0, &b, 1);
     st |= gpar_allreduce(w, &b, NULL, n, GPAR_FLOAT, GPAR_SUM);
   }
   float sa = (float)(size * (size + 1) / 2), sb = 1000.0f * sa;
