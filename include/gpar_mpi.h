@@ -68,8 +68,9 @@
  * - Errors (an MPI error, a failed staging copy, an input whose writer failed) reach the buffers
  *   of the failed operation as everywhere else. A rank whose input failed skips its part, so the
  *   other ranks report a timeout. A call that returns an error communicates nothing on this
- *   rank (none of its members, even when some of its ops were already queued: they do nothing);
- *   the other ranks' matching operation then times out.
+ *   rank (none of its members, even when some of its ops were already queued: they do nothing;
+ *   in synchronous mode ops run as they are submitted, so a failure after the MPI op leaves it
+ *   done); the other ranks' matching operation then times out.
  * - A rank that dies (crash, signal, exit without MPI_Finalize): Open MPI's mpirun aborts the
  *   whole job (every rank is killed; mpirun reports the rank and exits non-zero). libgpar_mpi
  *   does not survive rank failures.

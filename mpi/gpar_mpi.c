@@ -139,10 +139,11 @@ typedef struct lost {
 static pthread_mutex_t lost_mu = PTHREAD_MUTEX_INITIALIZER;
 static lost *lost_list;
 static atomic_int lost_count;
+static atomic_int mpi_finalizing; /* MPI_Finalize has begun: no more MPI calls from here */
 
 /* Test every abandoned request; free what MPI has completed. */
 static void lost_sweep(void) {
-  if (atomic_load(&lost_count) == 0) return;
+  if (atomic_load(&lost_count) == 0 || atomic_load(&mpi_finalizing)) return;
   pthread_mutex_lock(&lost_mu);
   for (lost **p = &lost_list; *p;) {
     lost *l = *p;
@@ -204,6 +205,7 @@ static void commref_release(commref *ref) {
 static int at_finalize(MPI_Comm comm, int keyval, void *attr, void *extra) {
   (void)comm, (void)keyval, (void)attr, (void)extra;
   lost_sweep();
+  atomic_store(&mpi_finalizing, 1);
   return MPI_SUCCESS;
 }
 
