@@ -288,11 +288,22 @@ GPAR_API int gpar_pinned_status(gpar_engine *eng, int *provider, unsigned *regis
  *   reordered by the engine even when their inputs become ready in another order (each one
  *   writes a hidden per-member token); one collective's members are issued together, so two
  *   threads issuing collectives on one communicator never interleave them. Across processes
- *   (gpar_mpi.h) every rank must issue the same collectives in the same order.
+ *   (gpar_mpi.h) every rank must issue the same collectives in the same order. On the staged
+ *   path (below) this holds for every kind alike: nothing a collective writes starts before the
+ *   previous collective of the communicator has finished writing (only its copies of inputs
+ *   into private staging may start earlier).
  * - Collectives are not recorded into graphs: called while the thread records a graph on the
  *   communicator's engine they return GPAR_ERECORDING, nothing issued.
  * - A failure (a vendor error, or an input whose writer failed) reaches the buffers the
- *   collective writes: gpar_wait on them reports it.
+ *   collective writes: gpar_wait on them reports it. In synchronous mode (GPAR_SYNC=1) a
+ *   collective returns once done, with the first failure of its steps.
+ * - Results: MAX and MIN follow C's fmax and fmin (NCCL's rule) on every path and for every
+ *   member order: a NaN loses to a number, so an element is NaN only where every member holds
+ *   NaN (which NaN, and which of -0 and +0 wins between zeros of both signs, is unspecified).
+ *   Sums add in an order of the path's choosing (NCCL's ring or tree, the staged path's member
+ *   order, MPI's algorithm): float and double sums may differ in the last bits between paths,
+ *   member counts and orders; sums that are exact (small integers, multiples of a power of two)
+ *   agree everywhere.
  * - A backend collective (NCCL) that fails asynchronously (ncclCommGetAsyncError) or is not
  *   complete after gpar_config.comm_timeout seconds (GPAR_COMM_TIMEOUT, default 300) is named on
  *   stderr and its communicator is aborted (ncclCommAbort on every member, as PyTorch's watchdog
