@@ -407,6 +407,10 @@ GPAR_API int gpar_breakdown_get(gpar_engine *eng, gpar_breakdown *bd, int reset)
  * Between gpar_graph_begin and gpar_graph_end, the ops that the calling thread submits to that
  * engine (gpar_copy, gpar_write, gpar_fill, gpar_sgemm/dgemm, gpar_submit) are checked as usual
  * (a bad op returns its status and is not recorded; recording goes on) and recorded, not run.
+ * A call that fails after part of it was recorded (a gpar_write of several 8 MiB staging chunks
+ * whose later chunk gets no pinned memory, a gpar_copy staged through host memory) returns its
+ * error and fails the recording: later ops of this thread are refused with that status, and
+ * gpar_graph_end returns it with no graph (nothing recorded runs).
  * Other threads' ops run as usual. While recording, gpar_wait, gpar_wait_all, gpar_read and
  * gpar_graph_launch on that engine from this thread return GPAR_ERECORDING. gpar_write records
  * the data as it was at record time: every launch writes those bytes. A user function on the

@@ -49,7 +49,9 @@ struct gpar__graph {
   gpar_engine *token;    /* its engine's user handle (entered with the serial check) */
   gpar_engine *eng;
   int recording;         /* 1 until gpar_graph_end: no user holds a handle yet */
-  int status;            /* first failure while recording (out of host memory) */
+  int status;            /* first failure while recording (out of host memory, or a call that
+                            failed after some of its ops were recorded): gpar_graph_end fails */
+  char *why;             /* its message */
   gpar_buffer fence;     /* read by every launch's parts, written by destroy */
   int nnodes, capnodes;
   gpar__gnode *nodes;

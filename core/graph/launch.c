@@ -288,6 +288,7 @@ void gpar__graph_free(gpar__graph *g) {
   free(g->parts);
   free(g->bufs);
   free(g->bufhash);
+  free(g->why);
   free(g);
 }
 
