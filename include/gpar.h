@@ -427,10 +427,13 @@ GPAR_API int gpar_breakdown_get(gpar_engine *eng, gpar_breakdown *bd, int reset)
  * cudaGraphLaunch); other parts replay the pre-resolved list on the device's lanes or a CPU
  * worker. An op that fails inside a launch fails as it would eagerly: the buffers it writes get
  * its status, the recorded ops that read them are skipped (GPAR_EDEPFAILED on what they write),
- * other buffers are untouched, later ops read them as usual; gpar_wait_all reports it. A
- * failure the device reports only at completion (no op to blame) fails every buffer the part
- * writes. A part whose input failed outside the graph is skipped as a whole (GPAR_EDEPFAILED
- * on every buffer it writes), where eagerly only the ops reading that input would be. Fault
+ * other buffers are untouched, later ops read them as usual; gpar_wait_all reports it. This
+ * holds across parts and for inputs that failed before the launch: a part whose input failed
+ * (in an earlier part, or before the launch) skips exactly the recorded ops that read it,
+ * directly or through a skipped op, and runs the others (a CUDA part is then replayed op by op,
+ * not launched as its CUDA graph). Limits: a failure the device reports only at completion (no
+ * op to blame) fails every buffer the part writes; so does one that an earlier op on the same
+ * GPU backend reports only at completion, when the part was enqueued behind it already. Fault
  * injection (gpar_fault_inject) on copy/gemm/fill/user replays CUDA parts op by op, so faults
  * land on the op they name.
  * A graph keeps the memory of every buffer it uses alive until it is destroyed, even when the

@@ -333,12 +333,13 @@ static int graph_build(gpar__graph *g) {
     /* The part reads a buffer (and a failure upstream reaches it) only where a read sees a
      * value from before the part: a fill then a GEMM that accumulates into it reads nothing. */
     if (!(nd->accidx = malloc(sizeof *nd->accidx * (size_t)op->nacc))) st = GPAR_ENOMEM;
-    for (int a = 0; a < op->nacc && st == GPAR_OK; a++) {
+    for (int a = 0, capin = 0; a < op->nacc && st == GPAR_OK; a++) {
       int mode = gpar__op_access(op, a)->mode, w = prevw[a];
       if (w >= 0 && g->nodes[w].part == L) mode &= ~GPAR__READ;
       gpar__buf *b = gpar__op_access(op, a)->buf;
       nd->accidx[a] = -1;
       if (mode) st = part_add_access(p, L, &acccap[L], b, mode, &where[buf_index(g, b)], &nd->accidx[a]);
+      if (st == GPAR_OK && (mode & GPAR__READ)) st = int_push(&nd->ins, &nd->nins, &capin, nd->accidx[a]);
     }
     /* Edges inside the part, as part-local indices; the others are the engine's at launch. */
     int ordered = op->dev->ops->ordered_by_events;
