@@ -738,6 +738,5 @@ int main(void) {
   threads_case();
   shutdown_case();
   ok(gpar_shutdown(eng) == GPAR_OK, "shutdown");
-  done_testing();
-  return 0;
+  return done_testing(); /* the exit status says whether every test passed */
 }
