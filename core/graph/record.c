@@ -108,7 +108,8 @@ static int record_take(void *ctx, gpar__op *op) {
   gpar__graph *g = ctx;
   if (g->status != GPAR_OK) { /* the recording failed already: nothing more is kept */
     gpar__op_discard(op);
-    return gpar__errorf(g->status, "not recorded: the recording failed earlier: %s", g->why ? g->why : gpar_strerror(g->status));
+    return gpar__errorf(g->status, "not recorded: the recording failed earlier: %s",
+                        g->why ? g->why : gpar_strerror(g->status));
   }
   int st = GPAR_OK;
   if (g->nnodes == g->capnodes) {
