@@ -396,6 +396,7 @@ static void write_fails_later_chunk(gpar_engine *e, int dev, int by_fault, const
   if (by_fault) gpar_fault_inject(e, "pinned", 2); /* the first chunk's staging is the first */
   int ws = gpar_write(d, 0, src, big);
   gpar_fault_inject(e, "pinned", 0);
+  int later = gpar_fill(f, 0, BYTES, 0x55); /* refused: the recording failed */
   int es = gpar_graph_end(e, &gr);
   char why[256];
   snprintf(why, sizeof why, "%s", gpar_last_error());
@@ -404,11 +405,12 @@ static void write_fails_later_chunk(gpar_engine *e, int dev, int by_fault, const
   int dr = big_is(d, big, 0x11);
   int fr = gpar_read(f, 0, h, BYTES) == GPAR_OK && tu_all_bytes(h, BYTES, 0x22);
   int want = by_fault ? GPAR_EFAULT : GPAR_ENOMEM;
-  ok(bs == GPAR_OK && fs == GPAR_OK && ws == want && es == want && !gr && wa == GPAR_OK && dr && fr &&
+  ok(bs == GPAR_OK && fs == GPAR_OK && ws == want && later == want && es == want && !gr && wa == GPAR_OK && dr && fr &&
          s1.buffers_live == s0.buffers_live && s1.ops_submitted == s0.ops_submitted,
-     "%s: device %d: a write failing on its second chunk while recording (%s) fails the recording: end %s (%s), "
+     "%s: device %d: a write failing on its second chunk while recording (%s) fails the recording: a later op %s, "
+     "end %s (%s), "
      "nothing ran (%s, %s; %llu ops submitted), buffers live %llu -> %llu",
-     how, dev, gpar_status_name(ws), gpar_status_name(es), why, dr ? "untouched" : "written", fr ? "untouched" : "written",
+     how, dev, gpar_status_name(ws), gpar_status_name(later), gpar_status_name(es), why, dr ? "untouched" : "written", fr ? "untouched" : "written",
      (unsigned long long)(s1.ops_submitted - s0.ops_submitted), (unsigned long long)s0.buffers_live, (unsigned long long)s1.buffers_live);
   /* Its first chunk failing: nothing of the write is recorded, the recording goes on. */
   if (by_fault) {
