@@ -288,11 +288,22 @@ GPAR_API int gpar_pinned_status(gpar_engine *eng, int *provider, unsigned *regis
  *   reordered by the engine even when their inputs become ready in another order (each one
  *   writes a hidden per-member token); one collective's members are issued together, so two
  *   threads issuing collectives on one communicator never interleave them. Across processes
- *   (gpar_mpi.h) every rank must issue the same collectives in the same order.
+ *   (gpar_mpi.h) every rank must issue the same collectives in the same order. On the staged
+ *   path (below) this holds for every kind alike: nothing a collective writes starts before the
+ *   previous collective of the communicator has finished writing (only its copies of inputs
+ *   into private staging may start earlier).
  * - Collectives are not recorded into graphs: called while the thread records a graph on the
  *   communicator's engine they return GPAR_ERECORDING, nothing issued.
  * - A failure (a vendor error, or an input whose writer failed) reaches the buffers the
- *   collective writes: gpar_wait on them reports it.
+ *   collective writes: gpar_wait on them reports it. In synchronous mode (GPAR_SYNC=1) a
+ *   collective returns once done, with the first failure of its steps.
+ * - Results: MAX and MIN follow C's fmax and fmin (NCCL's rule) on every path and for every
+ *   member order: a NaN loses to a number, so an element is NaN only where every member holds
+ *   NaN (which NaN, and which of -0 and +0 wins between zeros of both signs, is unspecified).
+ *   Sums add in an order of the path's choosing (NCCL's ring or tree, the staged path's member
+ *   order, MPI's algorithm): float and double sums may differ in the last bits between paths,
+ *   member counts and orders; sums that are exact (small integers, multiples of a power of two)
+ *   agree everywhere.
  * - A backend collective (NCCL) that fails asynchronously (ncclCommGetAsyncError) or is not
  *   complete after gpar_config.comm_timeout seconds (GPAR_COMM_TIMEOUT, default 300) is named on
  *   stderr and its communicator is aborted (ncclCommAbort on every member, as PyTorch's watchdog
@@ -396,6 +407,10 @@ GPAR_API int gpar_breakdown_get(gpar_engine *eng, gpar_breakdown *bd, int reset)
  * Between gpar_graph_begin and gpar_graph_end, the ops that the calling thread submits to that
  * engine (gpar_copy, gpar_write, gpar_fill, gpar_sgemm/dgemm, gpar_submit) are checked as usual
  * (a bad op returns its status and is not recorded; recording goes on) and recorded, not run.
+ * A call that fails after part of it was recorded (a gpar_write of several 8 MiB staging chunks
+ * whose later chunk gets no pinned memory, a gpar_copy staged through host memory) returns its
+ * error and fails the recording: later ops of this thread are refused with that status, and
+ * gpar_graph_end returns it with no graph (nothing recorded runs).
  * Other threads' ops run as usual. While recording, gpar_wait, gpar_wait_all, gpar_read and
  * gpar_graph_launch on that engine from this thread return GPAR_ERECORDING. gpar_write records
  * the data as it was at record time: every launch writes those bytes. A user function on the
@@ -412,10 +427,13 @@ GPAR_API int gpar_breakdown_get(gpar_engine *eng, gpar_breakdown *bd, int reset)
  * cudaGraphLaunch); other parts replay the pre-resolved list on the device's lanes or a CPU
  * worker. An op that fails inside a launch fails as it would eagerly: the buffers it writes get
  * its status, the recorded ops that read them are skipped (GPAR_EDEPFAILED on what they write),
- * other buffers are untouched, later ops read them as usual; gpar_wait_all reports it. A
- * failure the device reports only at completion (no op to blame) fails every buffer the part
- * writes. A part whose input failed outside the graph is skipped as a whole (GPAR_EDEPFAILED
- * on every buffer it writes), where eagerly only the ops reading that input would be. Fault
+ * other buffers are untouched, later ops read them as usual; gpar_wait_all reports it. This
+ * holds across parts and for inputs that failed before the launch: a part whose input failed
+ * (in an earlier part, or before the launch) skips exactly the recorded ops that read it,
+ * directly or through a skipped op, and runs the others (a CUDA part is then replayed op by op,
+ * not launched as its CUDA graph). Limits: a failure the device reports only at completion (no
+ * op to blame) fails every buffer the part writes; so does one that an earlier op on the same
+ * GPU backend reports only at completion, when the part was enqueued behind it already. Fault
  * injection (gpar_fault_inject) on copy/gemm/fill/user replays CUDA parts op by op, so faults
  * land on the op they name.
  * A graph keeps the memory of every buffer it uses alive until it is destroyed, even when the

@@ -1,8 +1,10 @@
 /* graph.c: op graphs (gpar_graph_*): a recorded sequence replayed equals the same sequence run
  * eagerly, on every device and across devices (GEMMs, fills, writes, copies between devices,
- * host functions); launches in a row interleaved with eager ops; faults inside a launch; CUDA
- * peer copies captured into CUDA graphs, a failed capture replayed; bad input; a buffer released while a graph uses it;
- * shutdown with live graphs. */
+ * host functions); launches in a row interleaved with eager ops; faults inside a launch, across
+ * parts and from inputs that failed before it (only the ops reading a failed value are
+ * skipped); a multi-chunk write failing part way while recording; CUDA peer copies captured
+ * into CUDA graphs, a failed capture replayed; bad input; a buffer released while a graph uses
+ * it; shutdown with live graphs. */
 #include <math.h>
 #include <pthread.h>
 
@@ -266,6 +268,172 @@ static void fault_two_parts(int da, int db) {
   for (int i = 0; i < 5; i++) gpar_buffer_release(a_[i]);
 }
 
+/* A host function that fails (writing nothing) while fail_host is set, else writes 3.0f. */
+static atomic_int fail_host;
+static int host_fail_fn(const gpar_native *nat, void *arg) {
+  (void)nat;
+  if (atomic_load(&fail_host)) return gpar_error_set(GPAR_EBACKEND, "host function failed on purpose");
+  float *h = gpar_buffer_host_ptr(*(gpar_buffer *)arg);
+  if (!h) return GPAR_EINVAL;
+  for (int i = 0; i < N * N; i++) h[i] = 3.0f;
+  return GPAR_OK;
+}
+
+/* Whether every byte of b is v (read back). */
+static int all_bytes(gpar_buffer b, unsigned char v) {
+  unsigned char h[BYTES];
+  return gpar_read(b, 0, h, BYTES) == GPAR_OK && tu_all_bytes(h, BYTES, v);
+}
+
+/* Two parts, the failure inside the launch: a host function fails while writing X (part 0, the
+ * CPU); part 1, on dev, copies X into Y, Y into W, and fills Z independently. The failure
+ * travels op by op as it does eagerly: Y and W end GPAR_EDEPFAILED, Z is filled and GPAR_OK. */
+static void fault_across_parts(int dev) {
+  gpar_buffer x = mk(GPAR_HOST), y = mk(dev), w = mk(dev), z = mk(dev);
+  gpar_fill(z, 0, BYTES, 0);
+  gpar_graph *gr = NULL;
+  gpar_graph_begin(eng);
+  gpar_submit(eng, GPAR_HOST, host_fail_fn, &x, NULL, 0, &x, 1);
+  gpar_copy(y, 0, x, 0, BYTES);
+  gpar_copy(w, 0, y, 0, BYTES);
+  gpar_fill(z, 0, BYTES, 6);
+  int es = gpar_graph_end(eng, &gr);
+  gpar_wait_all(eng);
+  atomic_store(&fail_host, 1);
+  int l = gpar_graph_launch(gr);
+  int wx = gpar_wait(x), wy = gpar_wait(y), ww = gpar_wait(w), wz = gpar_wait(z);
+  int zr = all_bytes(z, 6), wa = gpar_wait_all(eng);
+  atomic_store(&fail_host, 0);
+  ok(es == GPAR_OK && l == GPAR_OK && wx == GPAR_EBACKEND && wy == GPAR_EDEPFAILED && ww == GPAR_EDEPFAILED &&
+         wz == GPAR_OK && zr && wa == GPAR_EBACKEND,
+     "device %d: a host function failing in part 0 reaches part 1's ops that read its output (%s, %s, %s), not "
+     "part 1's independent fill (%s, %s); wait_all %s",
+     dev, gpar_status_name(wx), gpar_status_name(wy), gpar_status_name(ww), gpar_status_name(wz),
+     zr ? "filled" : "not filled", gpar_status_name(wa));
+  gpar_fill(z, 0, BYTES, 0);
+  l = gpar_graph_launch(gr);
+  float h[N * N];
+  int rw = gpar_read(w, 0, h, BYTES);
+  wa = gpar_wait_all(eng);
+  ok(l == GPAR_OK && rw == GPAR_OK && h[0] == 3.0f && h[N * N - 1] == 3.0f && all_bytes(z, 6) && wa == GPAR_OK,
+     "device %d: the next launch (no failure) runs every op (%s %g, wait_all %s)", dev, gpar_status_name(rw),
+     (double)h[0], gpar_status_name(wa));
+  gpar_graph_destroy(gr);
+  gpar_buffer a_[4] = {x, y, w, z};
+  for (int i = 0; i < 4; i++) gpar_buffer_release(a_[i]);
+}
+
+/* A part whose input failed outside the graph: only the recorded ops that read it (directly, or
+ * through another skipped op) are skipped; the part's other ops run, and a buffer the part
+ * overwrites before reading it is not reached. */
+static void failed_input_part(int dev) {
+  gpar_buffer x = mk(GPAR_HOST), y = mk(dev), w = mk(dev), z = mk(dev), v = mk(dev), u = mk(dev);
+  gpar_fill(z, 0, BYTES, 0);
+  gpar_fill(v, 0, BYTES, 0);
+  gpar_graph *gr = NULL;
+  gpar_graph_begin(eng);
+  gpar_copy(y, 0, x, 0, BYTES); /* reads the failed X: skipped */
+  gpar_copy(w, 0, y, 0, BYTES); /* reads the skipped Y: skipped */
+  gpar_fill(z, 0, BYTES, 6);    /* independent */
+  gpar_fill(u, 0, BYTES, 2);    /* U overwritten, then read: its failure before the launch does not count */
+  gpar_copy(v, 0, u, 0, BYTES);
+  int es = gpar_graph_end(eng, &gr);
+  gpar_wait_all(eng);
+  atomic_store(&fail_host, 1);
+  gpar_submit(eng, GPAR_HOST, host_fail_fn, &x, NULL, 0, &x, 1); /* eager, fails writing X */
+  gpar_copy(u, 0, x, 0, BYTES); /* U fails too (skipped) before the launch */
+  int l = gpar_graph_launch(gr);
+  int wy = gpar_wait(y), ww = gpar_wait(w), wz = gpar_wait(z), wv = gpar_wait(v), wu = gpar_wait(u);
+  int zr = all_bytes(z, 6), vr = all_bytes(v, 2), wa = gpar_wait_all(eng);
+  atomic_store(&fail_host, 0);
+  ok(es == GPAR_OK && l == GPAR_OK && wy == GPAR_EDEPFAILED && ww == GPAR_EDEPFAILED && wz == GPAR_OK && zr &&
+         wu == GPAR_OK && wv == GPAR_OK && vr && wa == GPAR_EBACKEND,
+     "device %d: a part whose input failed before the launch skips only the ops reading it (%s, %s); its other ops "
+     "run (%s %s, %s %s %s); wait_all %s",
+     dev, gpar_status_name(wy), gpar_status_name(ww), gpar_status_name(wz), zr ? "filled" : "not filled",
+     gpar_status_name(wu), gpar_status_name(wv), vr ? "copied" : "not copied", gpar_status_name(wa));
+  gpar_graph_destroy(gr);
+  gpar_buffer a_[6] = {x, y, w, z, v, u};
+  for (int i = 0; i < 6; i++) gpar_buffer_release(a_[i]);
+}
+
+/* Whether every byte of b's first `bytes` is v, read 4 MiB at a time (within a pinned limit). */
+static int big_is(gpar_buffer b, size_t bytes, unsigned char v) {
+  const size_t piece = (size_t)4 << 20;
+  unsigned char *h = malloc(piece);
+  int good = h != NULL;
+  for (size_t o = 0; o < bytes && good; o += piece) {
+    size_t n = bytes - o < piece ? bytes - o : piece;
+    good = gpar_read(b, o, h, n) == GPAR_OK && tu_all_bytes(h, n, v);
+  }
+  free(h);
+  return good;
+}
+
+/* A gpar_write of several staging chunks (8 MiB each to a device) that fails on a later chunk
+ * while recording (here the second chunk's pinned staging: fault "pinned", or the pinned pool's
+ * limit on engine e) returns the error, and the recording fails as a whole: gpar_graph_end
+ * returns that error, no graph, nothing ran, nothing leaks. A write that fails on its first
+ * chunk records nothing and the recording goes on. */
+static void write_fails_later_chunk(gpar_engine *e, int dev, int by_fault, const char *how) {
+  const size_t big = (size_t)20 << 20; /* 3 chunks */
+  gpar_buffer d = {0}, f = {0};
+  unsigned char *src = malloc(big), h[BYTES];
+  if (!src || gpar_buffer_create(e, dev, big, &d) || gpar_buffer_create(e, dev, BYTES, &f)) {
+    ok(0, "%s: device %d: set-up: %s", how, dev, gpar_last_error());
+    free(src);
+    return;
+  }
+  memset(src, 0x77, big);
+  gpar_fill(d, 0, big, 0x11);
+  gpar_fill(f, 0, BYTES, 0x22);
+  gpar_wait_all(e);
+  gpar_stats s0, s1;
+  gpar_stats_get(e, &s0);
+  gpar_graph *gr = NULL;
+  int bs = gpar_graph_begin(e);
+  int fs = gpar_fill(f, 0, BYTES, 0x33);
+  if (by_fault) gpar_fault_inject(e, "pinned", 2); /* the first chunk's staging is the first */
+  int ws = gpar_write(d, 0, src, big);
+  gpar_fault_inject(e, "pinned", 0);
+  int later = gpar_fill(f, 0, BYTES, 0x55); /* refused: the recording failed */
+  int es = gpar_graph_end(e, &gr);
+  char why[256];
+  snprintf(why, sizeof why, "%s", gpar_last_error());
+  gpar_stats_get(e, &s1);
+  int wa = gpar_wait_all(e);
+  int dr = big_is(d, big, 0x11);
+  int fr = gpar_read(f, 0, h, BYTES) == GPAR_OK && tu_all_bytes(h, BYTES, 0x22);
+  int want = by_fault ? GPAR_EFAULT : GPAR_ENOMEM;
+  ok(bs == GPAR_OK && fs == GPAR_OK && ws == want && later == want && es == want && !gr && wa == GPAR_OK && dr && fr &&
+         s1.buffers_live == s0.buffers_live && s1.ops_submitted == s0.ops_submitted,
+     "%s: device %d: a write failing on its second chunk while recording (%s) fails the recording: a later op %s, "
+     "end %s (%s), "
+     "nothing ran (%s, %s; %llu ops submitted), buffers live %llu -> %llu",
+     how, dev, gpar_status_name(ws), gpar_status_name(later), gpar_status_name(es), why, dr ? "untouched" : "written", fr ? "untouched" : "written",
+     (unsigned long long)(s1.ops_submitted - s0.ops_submitted), (unsigned long long)s0.buffers_live, (unsigned long long)s1.buffers_live);
+  /* Its first chunk failing: nothing of the write is recorded, the recording goes on. */
+  if (by_fault) {
+    gpar_graph_begin(e);
+    fs = gpar_fill(f, 0, BYTES, 0x44);
+    gpar_fault_inject(e, "pinned", 1);
+    ws = gpar_write(d, 0, src, big);
+    gpar_fault_inject(e, "pinned", 0);
+    es = gpar_graph_end(e, &gr);
+    int l = gr ? gpar_graph_launch(gr) : -1;
+    dr = big_is(d, big, 0x11);
+    fr = gpar_read(f, 0, h, BYTES) == GPAR_OK && tu_all_bytes(h, BYTES, 0x44);
+    ok(fs == GPAR_OK && ws == GPAR_EFAULT && es == GPAR_OK && l == GPAR_OK && dr && fr,
+       "%s: device %d: a write failing on its first chunk is not recorded, the recording goes on (end %s, launch: "
+       "fill %s, write target %s)",
+       how, dev, gpar_status_name(es), fr ? "ran" : "did not run", dr ? "untouched" : "written");
+  }
+  if (gr) gpar_graph_destroy(gr);
+  gpar_buffer_release(d);
+  gpar_buffer_release(f);
+  free(src);
+}
+
 /* A buffer released after recording stays alive for the graph; destroy lets it go. */
 static void released_case(int dev) {
   gpar_stats s0, s1, s2;
@@ -525,6 +693,11 @@ int main(void) {
     fault_case(d);
     fault_exact(d);
     released_case(d);
+    failed_input_part(d);
+    if (p.backend_id != GPAR_BACKEND_HOST) {
+      fault_across_parts(d);
+      write_fails_later_chunk(eng, d, 1, "fault pinned");
+    }
     if (p.backend_id == GPAR_BACKEND_CUDA) capture_fault_case(d);
     if (na < 16) all[na++] = d;
   }
@@ -544,9 +717,28 @@ int main(void) {
           pb.backend_id == GPAR_BACKEND_CUDA)
         peer_capture_case(all[a], all[b]);
   }
+  /* The pinned pool's limit: 12 MiB hold the first 8 MiB staging chunk, not the second. */
+  for (int d = 0; d < ndev; d++) {
+    gpar_device_props p;
+    if (gpar_device_info(eng, d, &p) || p.backend_id == GPAR_BACKEND_HOST) continue;
+    gpar_config cfg;
+    gpar_config_init(&cfg);
+    cfg.backends = GPAR_BACKEND_HOST | p.backend_id;
+    cfg.pinned_limit = (size_t)12 << 20;
+    cfg.quiet = 1;
+    gpar_engine *e2 = NULL;
+    if (gpar_init(&e2, &cfg) != GPAR_OK) {
+      ok(0, "an engine with a 12 MiB pinned limit: %s", gpar_last_error());
+      break;
+    }
+    int d2 = gpar_device_find(e2, p.backend_id, -1, 0);
+    if (d2 >= 0) write_fails_later_chunk(e2, d2, 0, "pinned limit 12 MiB");
+    gpar_shutdown(e2);
+    break;
+  }
   bad_input();
   threads_case();
   shutdown_case();
   ok(gpar_shutdown(eng) == GPAR_OK, "shutdown");
-  return done_testing();
+  return done_testing(); /* the exit status says whether every test passed */
 }

@@ -72,7 +72,7 @@ EXTRA_DIST += tests/fuzz/run.sh tests/fuzz/api_fuzz.c tests/fuzz/corpus tests/fu
 # Collectives on one process (issue 15): host + PoCL device sets against a reference.
 GPAR_TAP_TESTS += tests/comm
 tests_comm_SOURCES = tests/comm.c tests/comm_ref.h $(GPAR_TEST_HDRS)
-tests_comm_LDADD = libgpar.la
+tests_comm_LDADD = libgpar.la -lm
 
 # libgpar_mpi across ranks (issues 15, 21): mpirun -np 2 and -np 3 on this host (tests/mpi/run.sh,
 # which also passes the sanitizer suppressions of tests/lsan.supp and tests/tsan.supp to the

@@ -1,17 +1,18 @@
 /* host_reduce.c: the CPU reduction behind staged collectives: sums through OpenBLAS axpy
- * (y += 1 * x), max and min as plain loops (BLAS has no element-wise max). */
+ * (y += 1 * x), max and min as plain loops (BLAS has no element-wise max) with C's fmax/fmin,
+ * NCCL's rule: a NaN loses to a number, so the result does not depend on member order. */
 #include <cblas.h>
 #include <limits.h>
+#include <math.h>
 #include <string.h>
 
 #include "host_internal.h"
 
-#define REDUCE_LOOP(T, OP)                                     \
+#define REDUCE_LOOP(T, FN)                                     \
   do {                                                         \
     T *y = (T *)acc;                                           \
     const T *x = (const T *)src;                               \
-    for (size_t i = 0; i < n; i++)                             \
-      if (x[i] OP y[i]) y[i] = x[i];                           \
+    for (size_t i = 0; i < n; i++) y[i] = FN(y[i], x[i]);      \
   } while (0)
 
 /* acc[0..n) = acc op src, element-wise. */
@@ -26,11 +27,11 @@ static void reduce_into(int elem, int op, void *acc, const void *src, size_t n) 
       done += len;
     }
   } else if (op == GPAR_MAX) {
-    if (elem == 4) REDUCE_LOOP(float, >);
-    else REDUCE_LOOP(double, >);
+    if (elem == 4) REDUCE_LOOP(float, fmaxf);
+    else REDUCE_LOOP(double, fmax);
   } else {
-    if (elem == 4) REDUCE_LOOP(float, <);
-    else REDUCE_LOOP(double, <);
+    if (elem == 4) REDUCE_LOOP(float, fminf);
+    else REDUCE_LOOP(double, fmin);
   }
 }
 

@@ -139,14 +139,18 @@ static int staged_copy(gpar_engine *eng, gpar_buffer dst, size_t dst_off, gpar_b
   int nslots = nchunks < GPAR__STAGE_SLOTS ? (int)nchunks : GPAR__STAGE_SLOTS;
   gpar_buffer slot[GPAR__STAGE_SLOTS];
   int st = GPAR_OK;
+  int legs = 0; /* legs submitted */
   for (int i = 0; i < nslots && st == GPAR_OK; i++)
     if ((st = gpar__buf_create(eng, GPAR_HOST, chunk, &slot[i]))) nslots = i;
   if (nslots > 0) st = GPAR_OK; /* fewer slots only means less overlap between the legs */
   for (size_t i = 0; i < nchunks && st == GPAR_OK; i++) {
     size_t off = i * chunk, len = bytes - off < chunk ? bytes - off : chunk;
     st = copy_call(eng, slot[i % (size_t)nslots], 0, src, src_off + off, len);
-    if (st == GPAR_OK) st = copy_call(eng, dst, dst_off + off, slot[i % (size_t)nslots], 0, len);
+    if (st == GPAR_OK) legs++, st = copy_call(eng, dst, dst_off + off, slot[i % (size_t)nslots], 0, len);
+    if (st == GPAR_OK) legs++;
   }
+  /* A recording must not keep the legs already taken as if the copy had succeeded. */
+  if (st != GPAR_OK && legs) gpar__sink_call_failed(eng, st);
   for (int i = 0; i < nslots; i++) gpar__buf_release(eng, slot[i]);
   return st;
 }
@@ -207,18 +211,19 @@ static int write_chunk(gpar_engine *eng, gpar_buffer dst, size_t off, void *stag
 /* The user's data is staged in pinned memory so the caller may reuse its memory at once. A
  * device destination is written chunk by chunk: staging chunk i+1 overlaps chunk i's
  * host-to-device copy. A chunk that cannot be staged stops the write with its error (the
- * chunks before it are already submitted). */
+ * chunks before it are already submitted; a recording thread's graph is told, and fails). */
 static int write_call(gpar_engine *eng, gpar_buffer dst, size_t off, const void *user_ptr, size_t bytes) {
   int host, st = transfer_check(eng, dst, off, user_ptr, bytes, "gpar_write", &host);
   if (st) return st;
-  size_t chunk = host ? bytes : GPAR__CHUNK;
+  size_t chunk = host ? bytes : GPAR__CHUNK, sent = 0;
   for (size_t done = 0; done < bytes && st == GPAR_OK; done += chunk) {
     size_t len = bytes - done < chunk ? bytes - done : chunk;
     void *staging;
-    if ((st = gpar__pinned_alloc(eng, len, &staging))) return st;
+    if ((st = gpar__pinned_alloc(eng, len, &staging))) break;
     memcpy(staging, (const char *)user_ptr + done, len);
-    st = write_chunk(eng, dst, off + done, staging, len);
+    if ((st = write_chunk(eng, dst, off + done, staging, len)) == GPAR_OK) sent++;
   }
+  if (st != GPAR_OK && sent) gpar__sink_call_failed(eng, st); /* some chunks went before it */
   return st;
 }
 

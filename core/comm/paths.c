@@ -5,7 +5,12 @@
  *   exactly one dispatcher per device, so no group call is needed and no thread ever blocks on
  *   another device's queue); all members of a collective are built first and submitted at once
  *   (or none); a watchdog names a collective that never completes;
- * - staged path: copies into GPAR_HOST staging, one reduction op on the CPU, copies back. */
+ * - staged path: copies into GPAR_HOST staging, one reduction op on the CPU, copies back
+ *   (allreduce, reduce-scatter), or copies between the members (broadcast, all-gather). Issue
+ *   order (gpar.h): the reduction, or for copies an order op before them, writes the member
+ *   tokens after reading every member's buffer, so nothing the collective writes starts before
+ *   the communicator's previous collective has finished; a closing op then reads what the
+ *   copies wrote and writes the tokens, so the next collective waits for those copies too. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -73,6 +78,15 @@ static void reduce_release(gpar__op *op) {
 
 static const gpar__op_kind kind_reduce = {.name = "comm_reduce", .run = reduce_run, .release = reduce_release};
 
+/* Orders by its buffers only (the staged path's order and closing ops). */
+static int order_run(gpar__device *dev, gpar__op *op) {
+  (void)dev;
+  (void)op;
+  return GPAR_OK;
+}
+
+static const gpar__op_kind kind_order = {.name = "comm_order", .run = order_run};
+
 /* ---------------------------------------------------------------- backend path */
 
 /* One member op per member, on its device's peer lane (NCCL's own stream per device; the
@@ -121,8 +135,47 @@ int gpar__comm_backend(gpar__comm *c, const gpar_coll *a, const gpar__comm_membe
 
 /* ---------------------------------------------------------------- staged path */
 
+/* The staged path's steps are ordinary ops, most issued through the public calls. In
+ * synchronous mode each call returns the status of its op, which has run by then: a failed op
+ * does not stop the collective, its failure travels to the outputs as data (as in asynchronous
+ * mode, where only a failure to issue stops it); the first failure is returned. */
+typedef struct steps {
+  int st;   /* first failure */
+  int sync; /* synchronous mode: keep going */
+} steps;
+
+static int steps_go(const steps *s) { return s->st == GPAR_OK || s->sync; }
+static void steps_note(steps *s, int st) {
+  if (s->st == GPAR_OK) s->st = st;
+}
+
+/* An op on the CPU that reads each member's buffer and writes every member token: issue order
+ * (see the head of this file). Its failure (an input whose writer failed) only repeats one
+ * that reaches the collective's outputs where it should, so it is neither reported to
+ * gpar_wait_all nor returned (synchronous mode). */
+static int submit_order(gpar__comm *c, const gpar__comm_member *m) {
+  gpar_engine *eng = c->eng;
+  gpar__op *op = gpar__op_new(eng, &kind_order, eng->host_dev, GPAR__LANE_COMPUTE);
+  if (!op) return gpar__errorf(GPAR_ENOMEM, "out of host memory for an operation");
+  op->reported = 1;
+  int st = GPAR_OK;
+  gpar__buf *b;
+  for (int i = 0; i < c->nlocal && st == GPAR_OK; i++)
+    if ((st = gpar__buf_get(eng, m[i].h, &b)) == GPAR_OK) st = gpar__op_use(op, b, GPAR__READ);
+  for (int i = 0; i < c->nlocal && st == GPAR_OK; i++)
+    if ((st = gpar__buf_get(eng, c->tokens[i], &b)) == GPAR_OK) st = gpar__op_use(op, b, GPAR__WRITE);
+  if (st != GPAR_OK) {
+    gpar__op_discard(op);
+    return st;
+  }
+  gpar__op *kept;
+  st = gpar__op_submit(op, GPAR__SUBMIT_SYNC, &kept);
+  if (kept) gpar__op_wait(kept); /* synchronous mode: done on return; its status is only an echo */
+  return st;
+}
+
 /* The CPU reduction: reads srcs, writes the result buffer R and every host member, and the
- * tokens. Sources and outputs are host pointers (offsets applied). */
+ * tokens (after the previous collective's closing op: the copies back follow it). Sources and outputs are host pointers (offsets applied). */
 static int submit_reduce(gpar__comm *c, const gpar_coll *a, size_t count, const gpar_buffer *srcs, const size_t *soff,
                          int nsrc, gpar_buffer r, const gpar__comm_member *m) {
   gpar_engine *eng = c->eng;
@@ -165,11 +218,11 @@ static int submit_reduce(gpar__comm *c, const gpar_coll *a, size_t count, const 
 /* Allreduce (and reduce-scatter, as an allreduce of the whole range) through host memory:
  * device members' ranges are copied into staging, reduced on the CPU into R, and R copied back.
  * Host members are read and written in place by the reduction. */
-static int staged_allreduce(gpar__comm *c, const gpar_coll *a, const gpar__comm_member *m) {
+static int staged_allreduce(gpar__comm *c, const gpar_coll *a, const gpar__comm_member *m, steps *s) {
   gpar_engine *eng = c->eng;
   size_t es = gpar_dtype_size(a->dtype);
   size_t count = a->count * (a->kind == GPAR_COLL_REDUCE_SCATTER ? (size_t)c->nmembers : 1), bytes = count * es;
-  int n = c->nlocal, st;
+  int n = c->nlocal, copies = 0;
   gpar_buffer r = {0}, *srcs = calloc((size_t)n, sizeof *srcs);
   size_t *soff = calloc((size_t)n, sizeof *soff);
   if (!srcs || !soff) {
@@ -177,45 +230,58 @@ static int staged_allreduce(gpar__comm *c, const gpar_coll *a, const gpar__comm_
     free(soff);
     return gpar__errorf(GPAR_ENOMEM, "out of host memory");
   }
-  st = gpar_buffer_create(eng, GPAR_HOST, bytes, &r);
+  /* Buffers first: a collective that cannot get its staging issues nothing. */
+  int st = gpar_buffer_create(eng, GPAR_HOST, bytes, &r);
   for (int i = 0; i < n && st == GPAR_OK; i++) {
     if (m[i].host) {
       srcs[i] = m[i].h;
       soff[i] = m[i].off;
-      continue;
+    } else {
+      st = gpar_buffer_create(eng, GPAR_HOST, bytes, &srcs[i]);
     }
-    if ((st = gpar_buffer_create(eng, GPAR_HOST, bytes, &srcs[i])) == GPAR_OK)
-      st = gpar_copy(srcs[i], 0, m[i].h, m[i].off, bytes);
   }
-  if (st == GPAR_OK) st = submit_reduce(c, a, count, srcs, soff, n, r, m);
-  for (int i = 0; i < n && st == GPAR_OK; i++)
-    if (!m[i].host) st = gpar_copy(m[i].h, m[i].off, r, 0, bytes);
+  steps_note(s, st);
+  for (int i = 0; i < n && st == GPAR_OK && steps_go(s); i++)
+    if (!m[i].host) steps_note(s, gpar_copy(srcs[i], 0, m[i].h, m[i].off, bytes));
+  if (st == GPAR_OK && steps_go(s)) steps_note(s, submit_reduce(c, a, count, srcs, soff, n, r, m));
+  for (int i = 0; i < n && st == GPAR_OK && steps_go(s); i++)
+    if (!m[i].host) {
+      steps_note(s, gpar_copy(m[i].h, m[i].off, r, 0, bytes));
+      copies++;
+    }
+  if (copies && steps_go(s)) steps_note(s, submit_order(c, m)); /* closing: after the copies back */
   for (int i = 0; i < n; i++)
     if (!m[i].host && srcs[i].id) gpar_buffer_release(srcs[i]); /* freed once their ops are done */
   if (r.id) gpar_buffer_release(r);
   free(srcs);
   free(soff);
-  return st;
+  return s->st;
 }
 
 /* Broadcast and all-gather are copies between the members (gpar_copy picks peer, staged or
- * host paths). */
-static int staged_copies(gpar__comm *c, const gpar_coll *a, const gpar__comm_member *m) {
+ * host paths), between an order op and a closing op (see the head of this file). */
+static int staged_copies(gpar__comm *c, const gpar_coll *a, const gpar__comm_member *m, steps *s) {
   size_t es = gpar_dtype_size(a->dtype), blk = a->count * es;
-  int st = GPAR_OK;
-  for (int i = 0; i < c->nlocal && st == GPAR_OK; i++)
-    for (int j = 0; j < c->nlocal && st == GPAR_OK; j++) {
+  int copies = 0;
+  steps_note(s, submit_order(c, m));
+  for (int i = 0; i < c->nlocal && steps_go(s); i++)
+    for (int j = 0; j < c->nlocal && steps_go(s); j++) {
       if (i == j) continue;
-      if (a->kind == GPAR_COLL_BROADCAST && i == a->root)
-        st = gpar_copy(m[j].h, m[j].off, m[i].h, m[i].off, blk);
-      else if (a->kind == GPAR_COLL_ALL_GATHER)
-        st = gpar_copy(m[j].h, m[j].off + (size_t)i * blk, m[i].h, m[i].off + (size_t)i * blk, blk);
+      if (a->kind == GPAR_COLL_BROADCAST && i == a->root - c->first_local) {
+        steps_note(s, gpar_copy(m[j].h, m[j].off, m[i].h, m[i].off, blk));
+        copies++;
+      } else if (a->kind == GPAR_COLL_ALL_GATHER) {
+        steps_note(s, gpar_copy(m[j].h, m[j].off + (size_t)i * blk, m[i].h, m[i].off + (size_t)i * blk, blk));
+        copies++;
+      }
     }
-  return st;
+  if (copies && steps_go(s)) steps_note(s, submit_order(c, m));
+  return s->st;
 }
 
 /* The staged path of a collective (comm.h). */
 int gpar__comm_staged(gpar__comm *c, const gpar_coll *a, const gpar__comm_member *m) {
+  steps s = {GPAR_OK, c->eng->cfg.synchronous && !gpar__in_op};
   int reduces = a->kind == GPAR_COLL_ALLREDUCE || a->kind == GPAR_COLL_REDUCE_SCATTER;
-  return reduces ? staged_allreduce(c, a, m) : staged_copies(c, a, m);
+  return reduces ? staged_allreduce(c, a, m, &s) : staged_copies(c, a, m, &s);
 }

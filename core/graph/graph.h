@@ -26,7 +26,11 @@ typedef struct gpar__gnode {
   int part;
   int nprods;
   int *prods;            /* part-local index << 1 | 1 when the edge carries data */
-  int *accidx;           /* per access of op: its index in the part's union (writes only; else -1) */
+  int *accidx;           /* per access of op: its index in the part's union, or -1 (a read of a
+                            value the part itself wrote) */
+  int nins;
+  int *ins;              /* union indices of the buffers it reads from before the part: a launch
+                            whose input failed there skips it (and what reads its output) */
   int need_event;        /* a consumer on another lane of the part (or the join) waits on it */
   int host_sync;         /* an H2D copy on a backend that reads host memory at enqueue */
 } gpar__gnode;
@@ -49,7 +53,9 @@ struct gpar__graph {
   gpar_engine *token;    /* its engine's user handle (entered with the serial check) */
   gpar_engine *eng;
   int recording;         /* 1 until gpar_graph_end: no user holds a handle yet */
-  int status;            /* first failure while recording (out of host memory) */
+  int status;            /* first failure while recording (out of host memory, or a call that
+                            failed after some of its ops were recorded): gpar_graph_end fails */
+  char *why;             /* its message */
   gpar_buffer fence;     /* read by every launch's parts, written by destroy */
   int nnodes, capnodes;
   gpar__gnode *nodes;

@@ -5,7 +5,9 @@
  * captured at the first launch) or a replay of the pre-resolved list on the device's
  * dispatcher (GPU lanes, event edges decided at end) or on a CPU worker (host part). A replay
  * that fails gives the op per-buffer outcomes: each buffer the part writes gets how its last
- * recorded writer ended. Parts are built in record.c. */
+ * recorded writer ended. A part runs even when an input failed (earlier part, or before the
+ * launch): it replays, skipping the recorded ops that read a failed value, so a failure travels
+ * op by op across parts as it does eagerly. Parts are built in record.c. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,8 +20,10 @@ _Static_assert(sizeof(part_args) <= GPAR__OP_PAYLOAD, "a graph part's arguments 
 
 static int part_run(gpar__device *dev, gpar__op *op);
 
-/* A part reads host memory at enqueue when it holds such copies: ordered as they would be. */
-static const gpar__op_kind kind_part = {.name = "graph", .run = part_run, .flags = GPAR__KIND_READS_HOST_AT_ENQUEUE};
+/* A part reads host memory at enqueue when it holds such copies: ordered as they would be. It
+ * runs when an input failed, to skip exactly the recorded ops that read it (part_run). */
+static const gpar__op_kind kind_part = {
+    .name = "graph", .run = part_run, .flags = GPAR__KIND_READS_HOST_AT_ENQUEUE | GPAR__KIND_RUNS_ON_FAILED_INPUT};
 
 /* Orders nothing but what its buffers order: destroy's wait for the launches before it. */
 static int fence_run(gpar__device *dev, gpar__op *op) {
@@ -99,9 +103,12 @@ typedef struct {
   char *msg;
 } first_failure;
 
+/* A failure of the op's own comes before skips (GPAR_EDEPFAILED), which may come first in record
+ * order when an input of the part failed: the buffers marked failed get the part's status. */
 static void note_failure(first_failure *f, int st) {
-  if (f->status != GPAR_OK) return;
+  if (f->status != GPAR_OK && !(f->status == GPAR_EDEPFAILED && st != GPAR_EDEPFAILED)) return;
   f->status = st;
+  free(f->msg);
   f->msg = strdup(gpar__error_msg());
 }
 
@@ -114,20 +121,24 @@ static int report(first_failure *f) {
   return f->status;
 }
 
-/* A recorded op whose data producer failed is skipped, as the engine would skip it. */
-static int producer_failed(const gpar__gnode *nd, const int *status) {
+/* A recorded op is skipped, as the engine would skip it eagerly, when it reads a value from
+ * before the part whose writer failed (the engine marked the part's access GPAR__READ_FAILED)
+ * or a value of the part whose op failed or was skipped. */
+static int skipped(const gpar__op *part, const gpar__gnode *nd, const int *status) {
+  for (int k = 0; k < nd->nins; k++)
+    if (gpar__op_access(part, nd->ins[k])->mode & GPAR__READ_FAILED) return 1;
   for (int k = 0; k < nd->nprods; k++)
     if ((nd->prods[k] & 1) && status[nd->prods[k] >> 1] != GPAR_OK) return 1;
   return 0;
 }
 
 /* Host part: run the ops in record order on this CPU worker. */
-static int replay_host(gpar__device *dev, gpar__graph_part *p, int *status) {
+static int replay_host(gpar__device *dev, gpar__op *part, gpar__graph_part *p, int *status) {
   gpar__gnode *nodes = p->g->nodes;
   first_failure f = {GPAR_OK, NULL};
   for (int k = 0; k < p->nnodes; k++) {
     gpar__gnode *nd = &nodes[p->nodes[k]];
-    int st = producer_failed(nd, status) ? GPAR_EDEPFAILED : nd->op->kind->run(dev, nd->op);
+    int st = skipped(part, nd, status) ? GPAR_EDEPFAILED : nd->op->kind->run(dev, nd->op);
     status[k] = st;
     if (st != GPAR_OK) note_failure(&f, st);
   }
@@ -141,7 +152,8 @@ static int replay_host(gpar__device *dev, gpar__graph_part *p, int *status) {
  * for a stream capture (capturing = 1): there the first failure stops it at once, since a
  * failed call may have invalidated the capture, which then refuses every further call, and
  * synchronising a lane is refused anyway; capture() ends it and the part is replayed. */
-static int replay_gpu(gpar__device *dev, gpar__graph_part *p, int *status, gpar__event **ev, int capturing) {
+static int replay_gpu(gpar__device *dev, gpar__op *part, gpar__graph_part *p, int *status, gpar__event **ev,
+                      int capturing) {
   const gpar__backend_ops *ops = dev->ops;
   gpar__gnode *nodes = p->g->nodes;
   first_failure f = {GPAR_OK, NULL};
@@ -165,7 +177,7 @@ static int replay_gpu(gpar__device *dev, gpar__graph_part *p, int *status, gpar_
       if (st != GPAR_OK) note_failure(&f, st);
     }
     if (halted(&f, capturing)) break;
-    st = producer_failed(nd, status) ? GPAR_EDEPFAILED : op->kind->run(dev, op);
+    st = skipped(part, nd, status) ? GPAR_EDEPFAILED : op->kind->run(dev, op);
     status[k] = st;
     if (st != GPAR_OK) note_failure(&f, st);
     if (halted(&f, capturing)) break;
@@ -191,12 +203,12 @@ static int replay_gpu(gpar__device *dev, gpar__graph_part *p, int *status, gpar_
 
 /* Capture the part into a backend graph (first launch with no fault armed). A failure ends the
  * capture (the backend discards it) before anything else runs; the caller then replays. */
-static int capture(gpar__device *dev, gpar__graph_part *p, int *status, gpar__event **ev) {
+static int capture(gpar__device *dev, gpar__op *part, gpar__graph_part *p, int *status, gpar__event **ev) {
   const gpar__backend_ops *ops = dev->ops;
   void *native = NULL;
   int st = ops->graph_begin(dev->bdev, GPAR__LANE_COMPUTE);
   if (st == GPAR_OK) {
-    st = replay_gpu(dev, p, status, ev, 1);
+    st = replay_gpu(dev, part, p, status, ev, 1);
     char *why = st != GPAR_OK ? strdup(gpar__error_msg()) : NULL; /* ending may log its own */
     int e = ops->graph_end(dev->bdev, GPAR__LANE_COMPUTE, st == GPAR_OK ? &native : NULL);
     if (st == GPAR_OK)
@@ -232,13 +244,28 @@ static void mark_failures(gpar__op *op, gpar__graph_part *p, const int *status) 
   op->partial = any; /* else the failure was no op's (an event): the whole part has it */
 }
 
+/* Whether the engine marked an input of the part failed; -1 when it failed the op without
+ * naming an input (it could not be linked: out of memory). */
+static int inputs_failed(const gpar__op *op) {
+  if (!atomic_load(&op->dep_failed)) return 0;
+  for (int a = 0; a < op->nacc; a++)
+    if (gpar__op_access(op, a)->mode & GPAR__READ_FAILED) return 1;
+  return -1;
+}
+
+/* Run a part: its backend graph, or a replay. A part whose input failed is replayed (never its
+ * backend graph), skipping exactly the recorded ops that read a failed value; its per-buffer
+ * outcomes then say which buffers were written, failed or skipped (mark_failures). */
 static int part_run(gpar__device *dev, gpar__op *op) {
   gpar__graph_part *p = ((part_args *)gpar__op_args(op))->part;
   enum { STACK_NODES = 64 };
   int stack_status[STACK_NODES];
   gpar__event *stack_ev[STACK_NODES];
-  int armed = faults_armed(dev->eng);
-  if (p->native && !armed) {
+  int failed_in = inputs_failed(op);
+  if (failed_in < 0) return GPAR_EDEPFAILED; /* not linked as it should be: run nothing */
+  /* Armed faults land on the op they name; failed inputs skip ops: both replay op by op. */
+  int replay_only = faults_armed(dev->eng) || failed_in;
+  if (p->native && !replay_only) {
     atomic_fetch_add_explicit(&dev->eng->graph_native, 1, memory_order_relaxed);
     return dev->ops->graph_launch(dev->bdev, GPAR__LANE_COMPUTE, p->native);
   }
@@ -250,13 +277,13 @@ static int part_run(gpar__device *dev, gpar__op *op) {
     st = gpar__errorf(GPAR_ENOMEM, "graph launch: out of host memory");
     replayed = 0;
   } else if (!dev->ops->ordered_by_events) {
-    st = replay_host(dev, p, status);
-  } else if (!armed && !p->no_capture && capture(dev, p, status, ev) == GPAR_OK) {
+    st = replay_host(dev, op, p, status);
+  } else if (!replay_only && !p->no_capture && capture(dev, op, p, status, ev) == GPAR_OK) {
     atomic_fetch_add_explicit(&dev->eng->graph_native, 1, memory_order_relaxed);
     st = dev->ops->graph_launch(dev->bdev, GPAR__LANE_COMPUTE, p->native);
     replayed = 0;
   } else {
-    st = replay_gpu(dev, p, status, ev, 0);
+    st = replay_gpu(dev, op, p, status, ev, 0);
   }
   if (st != GPAR_OK && replayed) mark_failures(op, p, status);
   if (!small) {
@@ -281,6 +308,7 @@ void gpar__graph_free(gpar__graph *g) {
     gpar__op_discard(g->nodes[i].op); /* its buffers, its staged data (gpar_write) */
     free(g->nodes[i].prods);
     free(g->nodes[i].accidx);
+    free(g->nodes[i].ins);
   }
   for (int b = 0; b < g->nbufs; b++) gpar__buf_put(g->bufs[b]);
   if (g->fence.id) gpar__buf_release(eng, g->fence);
@@ -288,6 +316,7 @@ void gpar__graph_free(gpar__graph *g) {
   free(g->parts);
   free(g->bufs);
   free(g->bufhash);
+  free(g->why);
   free(g);
 }
 

@@ -10,6 +10,7 @@
  * adds edges from earlier to later ops) reproduce every cross-part edge: a graph that stays on
  * one device is one part, two independent device loops are two, a ping-pong between two GPUs
  * is one part per leg. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,11 +86,33 @@ static int graph_hold_buf(gpar__graph *g, gpar__buf *b) {
   return GPAR_OK;
 }
 
+/* The recording fails (the first failure stays): gpar_graph_end will return it, and every op
+ * recorded meanwhile is refused with it. */
+static void record_fail(gpar__graph *g, int status, const char *why) {
+  if (g->status != GPAR_OK) return;
+  g->status = status;
+  g->why = strdup(why);
+}
+
+/* The op sink's call_failed: a call (a multi-chunk gpar_write, a staged gpar_copy) failed after
+ * some of its ops were recorded. Those ops stay recorded (the sink cannot tell them from the
+ * call's predecessors), so the recording fails as a whole rather than keep part of a call. */
+static void record_call_failed(void *ctx, int status) {
+  char why[512];
+  snprintf(why, sizeof why, "a call failed after part of it was recorded (%s)", gpar__error_msg());
+  record_fail(ctx, status, why);
+}
+
 /* The op sink of a recording thread: keep op (validated, never linked) as a node. */
 static int record_take(void *ctx, gpar__op *op) {
   gpar__graph *g = ctx;
-  int st = g->status;
-  if (st == GPAR_OK && g->nnodes == g->capnodes) {
+  if (g->status != GPAR_OK) { /* the recording failed already: nothing more is kept */
+    gpar__op_discard(op);
+    return gpar__errorf(g->status, "not recorded: the recording failed earlier: %s",
+                        g->why ? g->why : gpar_strerror(g->status));
+  }
+  int st = GPAR_OK;
+  if (g->nnodes == g->capnodes) {
     int cap = g->capnodes ? g->capnodes * 2 : 64;
     gpar__gnode *v = realloc(g->nodes, sizeof *v * (size_t)cap);
     if (v) {
@@ -102,7 +125,7 @@ static int record_take(void *ctx, gpar__op *op) {
   for (int i = 0; i < op->nacc && st == GPAR_OK; i++) st = graph_hold_buf(g, gpar__op_access(op, i)->buf);
   if (st != GPAR_OK) {
     /* The op is lost: the recording fails as a whole at gpar_graph_end. */
-    g->status = st;
+    record_fail(g, st, "out of host memory while recording an operation");
     gpar__op_discard(op);
     return gpar__errorf(st, "out of host memory while recording an operation");
   }
@@ -154,7 +177,7 @@ GPAR_API int gpar_graph_begin(gpar_engine *e) {
       if (g->fence.id) gpar__buf_release(eng, g->fence);
       free(g);
     } else {
-      gpar__sink = (gpar__op_sink){eng, atomic_load(&eng->serial), record_take, NULL, g};
+      gpar__sink = (gpar__op_sink){eng, atomic_load(&eng->serial), record_take, record_call_failed, g};
     }
   }
   gpar__engine_leave(eng);
@@ -311,12 +334,13 @@ static int graph_build(gpar__graph *g) {
     /* The part reads a buffer (and a failure upstream reaches it) only where a read sees a
      * value from before the part: a fill then a GEMM that accumulates into it reads nothing. */
     if (!(nd->accidx = malloc(sizeof *nd->accidx * (size_t)op->nacc))) st = GPAR_ENOMEM;
-    for (int a = 0; a < op->nacc && st == GPAR_OK; a++) {
+    for (int a = 0, capin = 0; a < op->nacc && st == GPAR_OK; a++) {
       int mode = gpar__op_access(op, a)->mode, w = prevw[a];
       if (w >= 0 && g->nodes[w].part == L) mode &= ~GPAR__READ;
       gpar__buf *b = gpar__op_access(op, a)->buf;
       nd->accidx[a] = -1;
       if (mode) st = part_add_access(p, L, &acccap[L], b, mode, &where[buf_index(g, b)], &nd->accidx[a]);
+      if (st == GPAR_OK && (mode & GPAR__READ)) st = int_push(&nd->ins, &nd->nins, &capin, nd->accidx[a]);
     }
     /* Edges inside the part, as part-local indices; the others are the engine's at launch. */
     int ordered = op->dev->ops->ordered_by_events;
@@ -375,7 +399,7 @@ GPAR_API int gpar_graph_end(gpar_engine *e, gpar_graph **graph) {
     memset(&gpar__sink, 0, sizeof gpar__sink);
     st = g->status;
     if (st != GPAR_OK)
-      gpar__errorf(st, "gpar_graph_end: an operation could not be recorded (out of host memory)");
+      gpar__errorf(st, "gpar_graph_end: the recording failed: %s", g->why ? g->why : gpar_strerror(st));
     else
       st = graph_build(g);
     if (st != GPAR_OK) {
