@@ -32,6 +32,8 @@ GPAR_API const char *gpar_last_error(void) { return gpar__msg; }
 
 const char *gpar__error_msg(void) { return gpar__msg; }
 
+void gpar__clear_error(void) { gpar__msg[0] = 0; }
+
 void gpar__set_error_msg(int status, const char *msg) {
   if (msg && *msg)
     snprintf(gpar__msg, sizeof gpar__msg, "%s", msg);

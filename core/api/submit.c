@@ -21,7 +21,7 @@ static int user_run(gpar__device *dev, gpar__op *op) {
   if (ops->native && (st = ops->native(dev->bdev, op->lane, &nat))) return st;
   nat.device = dev->index;
   nat.backend_index = dev->bidx;
-  gpar__errorf(GPAR_OK, "%s", "");
+  gpar__clear_error(); /* what the function says with gpar_error_set becomes the op's message */
   st = u->fn(&nat, u->arg);
   if (st != GPAR_OK && !*gpar__error_msg()) gpar__errorf(st, "user function returned %s", gpar_status_name(st));
   return st;

@@ -176,7 +176,7 @@ static void make_ready(gpar__op *op, gpar__device *local, gpar__op **next) {
 
 /* ---------------------------------------------------------------- submit */
 
-_Thread_local gpar__op_sink gpar__sink;
+GPAR__TLS gpar__op_sink gpar__sink;
 
 /* Link the op through one access (its buffer's lock held): behind the buffer's last writer
  * and, for a write, its readers since; the op becomes the writer or one more reader. */
@@ -372,8 +372,9 @@ static void retire_one(gpar__op *op, gpar__device *local, gpar__op **next, gpar_
    * that returns sees every counter back where the op found it. */
   int epoch = op->epoch, failed = op->status != GPAR_OK;
   gpar__op_set_state(op, GPAR__ST_RETIRED);
+  int waited = atomic_load(&op->waited); /* after the state: see wait.c */
   gpar__op_unref(op);
-  gpar__inflight_leave(eng, epoch, failed); /* counts, waiters */
+  gpar__inflight_leave(eng, epoch, failed, waited); /* counts, waiters */
 }
 
 /* op is done on its device: retire it, and what waited for it, once its producers have. */

@@ -44,7 +44,7 @@
 #include "backend.h"
 
 #define GPAR__MAX_ENGINES 64
-#define GPAR__INLINE 4
+#define GPAR__INLINE 8 /* accesses and edges an op holds without allocating (a fan-in of 8 fits) */
 
 typedef struct gpar__op gpar__op;
 typedef struct gpar__buf gpar__buf;
@@ -179,6 +179,7 @@ struct gpar__op {
                                          (others), + 1 until its submission is done */
   atomic_int unretired;               /* producers not yet retired, + 1 until it is done itself */
   atomic_int dep_failed;              /* a producer whose data this op reads failed */
+  atomic_int waited;                  /* a thread sleeps until it retires (wait.c) */
   gpar__spin lock;                    /* consumers list and state changes (above) */
   int epoch;                          /* its in-flight counter (wait.c) */
   int status;
@@ -191,13 +192,16 @@ struct gpar__op {
   gpar__event *event;  /* recorded after the op on its lane, when anyone needs it */
   gpar__op *cover;     /* else: a later op on the same lane whose event implies this one's */
   gpar__event *start_event; /* tracing only */
-  gpar__edges prods;   /* producers (references held until dispatch, or retirement on the CPU) */
-  gpar__edges succs;   /* consumers (lock) */
   int nacc;
-  gpar__access acc[GPAR__INLINE];
   gpar__access *acc_more;
   void *owned_pinned;  /* pinned block freed when the op retires or is discarded (staging) */
-  double t_submit, t_dispatch, t_start, t_end; /* seconds, tracing */
+  /* Zeroed by gpar__op_new up to here; from here on each field is set before it is read (the
+   * edges' and accesses' counts say how much of their inline storage is in use), so a new op
+   * touches few cache lines of memory another thread freed. */
+  gpar__edges prods;   /* producers (references held until dispatch, or retirement on the CPU) */
+  gpar__edges succs;   /* consumers (lock) */
+  gpar__access acc[GPAR__INLINE];
+  double t_submit, t_dispatch, t_start, t_end; /* seconds, tracing (zeroed when tracing) */
   /* Host-time breakdown (tracing): public call entered, ready, taken by a worker or dispatcher,
    * run finished, completion seen. */
   double t_call, t_ready, t_taken, t_ran, t_seen;
@@ -234,6 +238,10 @@ typedef struct gpar__queue {
   atomic_int sleepers;                /* consumers asleep or about to sleep */
   atomic_int overflowed;              /* ops in the locked list */
   atomic_int stop;
+  atomic_int waking;                  /* a wake-up is on its way (set under mu) */
+  int nconsumers;                     /* threads that pop (a device's workers, or its dispatcher) */
+  int max_spin;                       /* consumers that may spin at once */
+  int yield_spin;                     /* spinners yield the core now and then (few cores) */
   pthread_mutex_t mu;                 /* the overflow list and sleeping */
   pthread_cond_t cv;
   gpar__op *ov_head, *ov_tail;
@@ -366,7 +374,7 @@ struct gpar_engine {
    * drain for the word to reach 0. */
   _Alignas(64) _Atomic uint64_t inflight;
   atomic_uint epoch;
-  _Atomic uint64_t ops_submitted, ops_completed, ops_failed;
+  _Atomic uint64_t ops_submitted, ops_failed;
   _Alignas(64) atomic_int nwaiters; /* threads sleeping in a wait (retirement wakes them) */
   pthread_mutex_t wait_mu;      /* sleeping waiters, wait_all's epoch flips, first_error */
   pthread_cond_t wait_cv;
@@ -465,9 +473,9 @@ GPAR__HIDDEN int gpar__engine_begin_close(gpar_engine *eng);
 GPAR__HIDDEN void gpar__engine_wait_callers(gpar_engine *eng);
 /* The engine's lifetime is the one with this serial and it is open (or draining). */
 GPAR__HIDDEN int gpar__engine_is(gpar_engine *eng, uint64_t serial);
-GPAR__HIDDEN extern _Thread_local int gpar__in_op;
-GPAR__HIDDEN extern _Thread_local int gpar__depth; /* entered public calls on this thread */
-GPAR__HIDDEN extern _Thread_local double gpar__t_call; /* when this thread's public call entered (tracing) */
+GPAR__HIDDEN extern GPAR__TLS int gpar__in_op;
+GPAR__HIDDEN extern GPAR__TLS int gpar__depth; /* entered public calls on this thread */
+GPAR__HIDDEN extern GPAR__TLS double gpar__t_call; /* when this thread's public call entered (tracing) */
 /* Test hook (exported, not in gpar.h): set the next engine and buffer serials, to test the
  * handle checks at the counters' end without running 2^57 lifetimes. */
 GPAR_API void gpar__test_set_serials(uint64_t next_engine, uint64_t next_buffer);
@@ -509,7 +517,8 @@ GPAR__HIDDEN void gpar__buf_serial_set(uint64_t next);
  * then gpar__op_submit (which also takes ops a recording thread diverts) or gpar__op_discard.
  * Arguments are checked before gpar__op_new; after it, only running out of memory fails. */
 
-/* A new op of kind on dev's lane, its payload zeroed; NULL (GPAR_ENOMEM) without memory. */
+/* A new op of kind on dev's lane; NULL (GPAR_ENOMEM) without memory. Its payload is not
+ * zeroed: the builder writes the kind's arguments whole. */
 GPAR__HIDDEN gpar__op *gpar__op_new(gpar_engine *eng, const gpar__op_kind *kind, gpar__device *dev, int lane);
 /* The op accesses b in mode (GPAR__READ / GPAR__WRITE); it takes over the caller's reference on
  * b (a buffer named twice keeps one). On failure (no memory) the reference is dropped and the
@@ -538,7 +547,7 @@ typedef struct gpar__op_sink {
   void (*call_failed)(void *ctx, int status);
   void *ctx;
 } gpar__op_sink;
-GPAR__HIDDEN extern _Thread_local gpar__op_sink gpar__sink;
+GPAR__HIDDEN extern GPAR__TLS gpar__op_sink gpar__sink;
 /* 1 when the calling thread's submissions on eng go to a sink. */
 static inline int gpar__sink_active(gpar_engine *eng) {
   return gpar__sink.take && gpar__sink.eng == eng && gpar__sink.serial == atomic_load(&eng->serial);
@@ -589,7 +598,7 @@ GPAR__HIDDEN void gpar__stats(gpar_engine *eng, gpar_stats *stats);
 
 /* ---------------------------------------------------------------- queue.c */
 
-GPAR__HIDDEN int gpar__queue_init(gpar__queue *q);
+GPAR__HIDDEN int gpar__queue_init(gpar__queue *q, int nconsumers);
 GPAR__HIDDEN void gpar__queue_destroy(gpar__queue *q);
 GPAR__HIDDEN void gpar__queue_push(gpar__queue *q, gpar__op *op);
 GPAR__HIDDEN void gpar__queue_stop(gpar__queue *q);
@@ -612,9 +621,9 @@ GPAR__HIDDEN void gpar__completer_stop(gpar__device *dev);
 /* Count ops in flight (each in the current epoch's counter) and check the engine is open to
  * submissions: GPAR_ESHUTDOWN (counts undone) once the drain has closed it. */
 GPAR__HIDDEN int gpar__inflight_enter(gpar_engine *eng, gpar__op **ops, int n);
-/* A retired op of epoch parity `epoch` leaves the counts (failed: it retired with an error),
- * and waiters are woken. */
-GPAR__HIDDEN void gpar__inflight_leave(gpar_engine *eng, int epoch, int failed);
+/* A retired op of epoch parity `epoch` leaves the counts (failed: it retired with an error);
+ * waiters are woken when one waits for this op (waited) or a count reached 0. */
+GPAR__HIDDEN void gpar__inflight_leave(gpar_engine *eng, int epoch, int failed, int waited);
 /* A failure for gpar_wait_all, kept when it is the first since the last report. */
 GPAR__HIDDEN void gpar__first_error(gpar_engine *eng, int status, const char *msg);
 

@@ -18,9 +18,10 @@
 void gpar__spin_yield(void) { sched_yield(); }
 
 void gpar__op_set_state(gpar__op *op, int state) {
-  int was = atomic_exchange_explicit(&op->state, state, memory_order_acq_rel);
-  assert(state == was + 1 && "op states advance one step at a time");
-  (void)was;
+  assert(state == atomic_load_explicit(&op->state, memory_order_relaxed) + 1 && "op states advance one step at a time");
+  /* Retired: sequentially consistent (a waiter's mark is read after it, wait.c); the others
+   * publish what the op's thread wrote before. */
+  atomic_store_explicit(&op->state, state, state == GPAR__ST_RETIRED ? memory_order_seq_cst : memory_order_release);
 }
 
 /* ---------------------------------------------------------------- the op pool */
@@ -36,7 +37,7 @@ typedef struct op_cache {
   gpar__op *freed, *freed_tail; /* to give back */
   int nfreed;
 } op_cache;
-static _Thread_local op_cache cache;
+static GPAR__TLS op_cache cache;
 /* A key whose destructor gives a leaving thread's cache back (or frees it, engine gone). */
 static pthread_key_t cache_key;
 static pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
@@ -137,8 +138,10 @@ gpar__op *gpar__op_new(gpar_engine *eng, const gpar__op_kind *kind, gpar__device
     gpar__errorf(GPAR_ENOMEM, "out of host memory for an operation");
     return NULL;
   }
-  memset(op, 0, offsetof(gpar__op, payload));
-  memset(op->payload, 0, sizeof op->payload);
+  memset(op, 0, offsetof(gpar__op, prods)); /* the rest is set before it is read (engine.h) */
+  op->prods.n = op->prods.cap = op->succs.n = op->succs.cap = 0;
+  op->prods.v = op->succs.v = NULL;
+  if (eng->tracing) memset(&op->t_submit, 0, (char *)(&op->t_seen + 1) - (char *)&op->t_submit);
   op->kind = kind;
   op->eng = eng;
   op->dev = dev;

@@ -5,12 +5,19 @@
  * a push or a pop claims a position with one compare-and-swap and publishes it with one store.
  * When the ring is full, pushes go to a locked overflow list that poppers drain when the ring
  * is empty (order is not promised across the two; nothing depends on it).
- * Waiting: a consumer that finds nothing spins for up to GPAR__SPIN_S, at most `max_spinners`
- * of them at a time, then sleeps on the condition variable. A push wakes one sleeper only when
- * no consumer spins, and a consumer that took an op while more wait wakes the next sleeper: a
- * burst fans out over the workers, a steady stream costs no wake-up per op. Both sides are
- * sequentially consistent read-modify-writes (a push's tail CAS before it reads the sleepers;
- * a sleeper's count before it rereads the tail), so a push never misses a sleeper. */
+ * Waiting: a consumer that finds nothing spins for up to GPAR__SPIN_S, at most two at a time,
+ * then sleeps on the condition variable. A push (or a consumer that takes an op while more
+ * wait) wakes one sleeper when the queue holds more ops than consumers spin, unless a wake-up
+ * is on its way already: a consumer busy with an op does not count, since the op may be long
+ * (or block, like libgpar_mpi's polling ops), and every queued op must find a consumer. A
+ * steady stream of small ops keeps a spinner busy and costs no wake-up; a burst fans out, one
+ * wake-up per wake-up latency. A spinner yields its core now and then, so spinning on a
+ * machine with fewer cores than threads does not starve the submitting thread.
+ * Why no op is left with every consumer asleep: a consumer counts itself among the sleepers
+ * before it looks at the queue a last time (under mu), and a push claims its cell before it
+ * reads the sleepers (both sequentially consistent); so either the push sees the sleeper or
+ * the sleeper sees the op. `waking` is set under mu only when a sleeper is there to take it,
+ * and every sleeper that leaves its wait clears it. */
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -18,17 +25,7 @@
 
 #define GPAR__SPIN_S 30e-6
 
-/* Consumers spinning at once: more steal cores from the submitting thread. */
-static int max_spinners(void) {
-  static int n;
-  if (!n) {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    n = cpus >= 8 ? 2 : 1;
-  }
-  return n;
-}
-
-int gpar__queue_init(gpar__queue *q) {
+int gpar__queue_init(gpar__queue *q, int nconsumers) {
   q->cells = malloc(sizeof *q->cells * GPAR__RING);
   if (!q->cells) return gpar__errorf(GPAR_ENOMEM, "out of host memory for a ready queue");
   for (size_t i = 0; i < GPAR__RING; i++) atomic_init(&q->cells[i].seq, i);
@@ -38,6 +35,11 @@ int gpar__queue_init(gpar__queue *q) {
   atomic_init(&q->sleepers, 0);
   atomic_init(&q->overflowed, 0);
   atomic_init(&q->stop, 0);
+  atomic_init(&q->waking, 0);
+  q->nconsumers = nconsumers;
+  q->max_spin = nconsumers > 1 ? 2 : 1; /* more steal cores from the submitting thread */
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  q->yield_spin = cpus > 0 && cpus <= q->max_spin; /* spinners and a submitter share the cores */
   pthread_mutex_init(&q->mu, NULL);
   pthread_cond_init(&q->cv, NULL);
   q->ov_head = q->ov_tail = NULL;
@@ -95,10 +97,13 @@ static gpar__op *ring_pop(gpar__queue *q) {
   }
 }
 
-/* Something is queued or being queued (a claimed cell not yet published counts). */
-static int queue_nonempty(gpar__queue *q) {
-  return atomic_load(&q->tail) != atomic_load(&q->head) || atomic_load(&q->overflowed) > 0;
+/* Ops queued or being queued (a claimed cell not yet published counts). */
+static size_t backlog(gpar__queue *q) {
+  size_t h = atomic_load(&q->head), t = atomic_load(&q->tail);
+  return (t > h ? t - h : 0) + (size_t)atomic_load(&q->overflowed);
 }
+
+static int queue_nonempty(gpar__queue *q) { return backlog(q) > 0; }
 
 /* ---------------------------------------------------------------- overflow, sleeping */
 
@@ -127,10 +132,17 @@ static gpar__op *overflow_pop(gpar__queue *q) {
   return op;
 }
 
-static void wake_one(gpar__queue *q) {
+/* Wake one sleeper when the queue holds more ops than consumers spin and no wake-up is on its
+ * way already. */
+static void maybe_wake(gpar__queue *q) {
+  if (atomic_load(&q->sleepers) == 0 || atomic_load_explicit(&q->waking, memory_order_relaxed)) return;
+  if (backlog(q) <= (size_t)atomic_load(&q->spinners)) return;
   pthread_mutex_lock(&q->mu);
-  q->wake_gen++;
-  pthread_cond_signal(&q->cv);
+  if (atomic_load(&q->sleepers) > 0 && !atomic_load(&q->waking)) {
+    atomic_store(&q->waking, 1);
+    q->wake_gen++;
+    pthread_cond_signal(&q->cv);
+  }
   pthread_mutex_unlock(&q->mu);
 }
 
@@ -141,6 +153,7 @@ static void sleep_until_woken(gpar__queue *q) {
   int gen = q->wake_gen;
   while (gen == q->wake_gen && !queue_nonempty(q) && !atomic_load(&q->stop)) pthread_cond_wait(&q->cv, &q->mu);
   atomic_fetch_sub(&q->sleepers, 1);
+  atomic_store(&q->waking, 0); /* whoever was meant, one sleeper is up: the next may be woken */
   pthread_mutex_unlock(&q->mu);
 }
 
@@ -148,7 +161,7 @@ static void sleep_until_woken(gpar__queue *q) {
 
 void gpar__queue_push(gpar__queue *q, gpar__op *op) {
   if (!ring_push(q, op)) overflow_push(q, op);
-  if (atomic_load(&q->sleepers) > 0 && atomic_load(&q->spinners) == 0) wake_one(q);
+  maybe_wake(q);
 }
 
 void gpar__queue_stop(gpar__queue *q) {
@@ -167,11 +180,13 @@ static gpar__op *try_pop(gpar__queue *q) {
 /* Spin for an op a little while (at most max_spinners consumers at once). */
 static gpar__op *spin_pop(gpar__queue *q) {
   gpar__op *op = NULL;
-  if (atomic_fetch_add(&q->spinners, 1) < max_spinners()) {
+  if (atomic_fetch_add(&q->spinners, 1) < q->max_spin) {
     double until = gpar__now() + GPAR__SPIN_S;
     for (int i = 0; !(op = try_pop(q)) && !atomic_load_explicit(&q->stop, memory_order_relaxed); i++) {
       gpar__cpu_relax();
-      if ((i & 63) == 63 && gpar__now() > until) break;
+      if ((i & 63) != 63) continue;
+      if (gpar__now() > until) break;
+      if (q->yield_spin) gpar__spin_yield(); /* fewer cores than threads: let the submitter run */
     }
   }
   atomic_fetch_sub(&q->spinners, 1);
@@ -194,9 +209,6 @@ gpar__op *gpar__queue_pop(gpar__queue *q, int max) {
     last->next = more;
     last = more;
   }
-  /* More waiting and nobody spinning: hand the rest to the next sleeper. */
-  if (atomic_load_explicit(&q->sleepers, memory_order_relaxed) > 0 && atomic_load(&q->spinners) == 0 &&
-      queue_nonempty(q))
-    wake_one(q);
+  maybe_wake(q); /* more than the awake consumers take: the next sleeper */
   return op;
 }

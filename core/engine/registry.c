@@ -13,7 +13,7 @@
 static struct gpar_engine gpar__engines[GPAR__MAX_ENGINES];
 static pthread_mutex_t gpar__registry_mu = PTHREAD_MUTEX_INITIALIZER;
 static unsigned gpar__next_engine;
-_Thread_local int gpar__in_op;
+GPAR__TLS int gpar__in_op;
 
 /* Internal code passes real addresses of gpar__engines (even); users pass tokens (odd). With
  * 64-bit pointers, 2^57 - 1 engine serials. */
@@ -22,8 +22,8 @@ _Thread_local int gpar__in_op;
 _Static_assert(GPAR__MAX_ENGINES <= 1 << GPAR__TOKEN_SLOT_BITS, "engine slots fit the token");
 
 static uint64_t gpar__engine_serial; /* last engine serial given (registry lock) */
-_Thread_local int gpar__depth;
-_Thread_local double gpar__t_call;
+GPAR__TLS int gpar__depth;
+GPAR__TLS double gpar__t_call;
 
 
 gpar_engine *gpar__engine_token(gpar_engine *eng) {

@@ -11,8 +11,10 @@
  * epoch's counter holds no op of an earlier, unwaited epoch.
  * Sleeping: waiters sleep on one condition variable under wait_mu and count themselves in
  * nwaiters; a retirement takes the lock to wake them only when nwaiters says someone sleeps
- * (both sides are sequentially consistent, so either the retirement sees the waiter or the
- * waiter sees the retirement). */
+ * and the retirement is one they may wait for: the op a waiter marked (op->waited), or the
+ * last op of a count. Both sides are sequentially consistent (the waiter marks, then rereads
+ * the state; the retirement sets the state, then reads the mark), so either the retirement
+ * sees the waiter or the waiter sees the retirement. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,19 +79,21 @@ void gpar__first_error(gpar_engine *eng, int status, const char *msg) {
   free(copy);
 }
 
-void gpar__inflight_leave(gpar_engine *eng, int epoch, int failed) {
-  atomic_fetch_add_explicit(&eng->ops_completed, 1, memory_order_relaxed);
+void gpar__inflight_leave(gpar_engine *eng, int epoch, int failed, int waited) {
   if (failed) atomic_fetch_add_explicit(&eng->ops_failed, 1, memory_order_relaxed);
-  atomic_fetch_sub(&eng->inflight, ONE(epoch));
-  wake_waiters(eng);
+  uint64_t w = atomic_fetch_sub(&eng->inflight, ONE(epoch)) - ONE(epoch);
+  /* Who may be waiting for this retirement: a waiter on this op, or a wait for a count that
+   * just reached 0 (wait_all, the drain). No other retirement wakes anyone. */
+  if (waited || COUNT(w, epoch) == 0) wake_waiters(eng);
 }
 
 void gpar__stats(gpar_engine *eng, gpar_stats *s) {
   uint64_t w = atomic_load(&eng->inflight);
-  s->ops_submitted = atomic_load(&eng->ops_submitted);
-  s->ops_completed = atomic_load(&eng->ops_completed);
   s->ops_failed = atomic_load(&eng->ops_failed);
+  s->ops_submitted = atomic_load(&eng->ops_submitted);
   s->ops_in_flight = COUNT(w, 0) + COUNT(w, 1);
+  /* Retired: counted in, not in flight (exact when nothing is submitted meanwhile). */
+  s->ops_completed = s->ops_submitted > s->ops_in_flight ? s->ops_submitted - s->ops_in_flight : 0;
   s->buffers_live = (uint64_t)atomic_load(&eng->buffers_live);
 }
 
@@ -100,6 +104,7 @@ int gpar__op_wait(gpar__op *op) {
   if (atomic_load(&op->state) != GPAR__ST_RETIRED) {
     pthread_mutex_lock(&eng->wait_mu);
     atomic_fetch_add(&eng->nwaiters, 1);
+    atomic_store(&op->waited, 1); /* its retirement wakes the waiters (then reread the state) */
     while (atomic_load(&op->state) != GPAR__ST_RETIRED) pthread_cond_wait(&eng->wait_cv, &eng->wait_mu);
     atomic_fetch_sub(&eng->nwaiters, 1);
     pthread_mutex_unlock(&eng->wait_mu);

@@ -90,7 +90,7 @@ static int engine_add_backend(gpar_engine *eng, const gpar__backend_ops *ops) {
     dev->be = be;
     dev->bidx = i;
     dev->eng = eng;
-    if ((st = gpar__queue_init(&dev->ready)) != GPAR_OK) {
+    if ((st = gpar__queue_init(&dev->ready, ops->ordered_by_events ? 1 : eng->cfg.host_threads)) != GPAR_OK) {
       free(dev);
       return st;
     }
