@@ -96,7 +96,7 @@ static void buf_free(gpar__buf *b) {
   free(b->errmsg);
   b->readers = NULL;
   b->errmsg = NULL;
-  b->nreaders = b->capreaders = 0;
+  b->rhead = b->rtail = b->capreaders = 0;
   b->writer = NULL;
   b->mem = NULL;
   atomic_store(&b->serial, 0);

@@ -1,7 +1,8 @@
 /* complete.c: completion of GPU ops: the completion thread of each GPU device. The dispatcher
  * hands each dispatched op to its device's completion thread, in one FIFO per lane; the thread
- * polls the event at the head of each lane every ~20-60 us (nanosleep) while any lane is busy,
- * sleeps on a condition variable when none is, and completes every finished op of a pass,
+ * polls the event at the head of each lane every ~20-60 us (nanosleep) while any lane is busy
+ * and a little longer, sleeps on a condition variable when none has been for a while (the
+ * dispatcher signals only a sleeping thread), and completes every finished op of a pass,
  * retiring it and what waited on it (deps.c) itself. Polling, rather than host
  * callbacks (cudaLaunchHostFunc stalls the stream ~3 us per op, baselines.md) or a blocking
  * cudaEventSynchronize on the oldest event, keeps this thread off the driver's locks while the
@@ -32,7 +33,7 @@ void gpar__completer_hand(gpar__device *dev, gpar__op *group) {
       dev->lane_head[op->lane] = op;
     dev->lane_tail[op->lane] = op;
   }
-  pthread_cond_signal(&dev->ccv);
+  if (dev->csleeping) pthread_cond_signal(&dev->ccv); /* else it polls and finds them */
   pthread_mutex_unlock(&dev->cmu);
   for (gpar__op *op = no_event; op; op = next) { /* its lane was synchronised: done already */
     next = op->next;
@@ -95,17 +96,24 @@ static void complete_done(gpar__device *dev, gpar__op *done) {
   }
 }
 
+/* Polls while idle before the thread sleeps on the condition variable: a dispatcher that hands
+ * ops over while the thread polls pays no wake-up (a futex call per small op otherwise). */
+#define GPAR__IDLE_POLLS 16
+
 void *gpar__completer_main(void *arg) {
   gpar__device *dev = arg;
   gpar__in_op = 1;
   if (dev->ops->bind_thread) dev->ops->bind_thread(dev->bdev);
-  for (;;) {
+  for (int idle = 0;;) {
     int busy, stop;
     gpar__op *watch[GPAR__NLANES] = {0};
     pthread_mutex_lock(&dev->cmu);
     gpar__op *done = take_done_locked(dev, &busy, watch);
-    while (!done && !busy && !dev->cstop) {
+    while (!done && !busy && !dev->cstop && idle >= GPAR__IDLE_POLLS) {
+      dev->csleeping = 1;
       pthread_cond_wait(&dev->ccv, &dev->cmu);
+      dev->csleeping = 0;
+      idle = 0;
       done = take_done_locked(dev, &busy, watch);
     }
     stop = !done && !busy && dev->cstop;
@@ -114,8 +122,10 @@ void *gpar__completer_main(void *arg) {
       if (watch[l]) watch[l]->kind->pending(dev, watch[l]);
     if (stop) break;
     if (done) {
+      idle = 0;
       complete_done(dev, done);
     } else {
+      idle += !busy;
       struct timespec ts = {0, 20000};
       nanosleep(&ts, NULL);
     }

@@ -137,26 +137,38 @@ static int add_edge(gpar__op *p, gpar__op *c, int data) {
   return st;
 }
 
+/* A buffer's readers since its last write: a queue in readers[rhead, rtail). Readers retire
+ * roughly in the order they were linked, so one leaves its slot empty (NULL) and the head moves
+ * past empty slots: leaving costs O(1), not a search and a move over thousands of readers of a
+ * buffer that every op reads (a GEMM's A). The buffer's lock is held. */
 static int buf_add_reader(gpar__buf *b, gpar__op *op) {
-  if (b->nreaders && b->readers[b->nreaders - 1] == op) return GPAR_OK;
-  if (b->nreaders == b->capreaders) {
-    int cap = b->capreaders ? b->capreaders * 2 : 4;
-    gpar__op **r = realloc(b->readers, sizeof *r * (size_t)cap);
-    if (!r) return GPAR_ENOMEM;
-    b->readers = r;
-    b->capreaders = cap;
+  if (b->rtail > b->rhead && b->readers[b->rtail - 1] == op) return GPAR_OK;
+  if (b->rtail == b->capreaders) {
+    int n = 0;
+    for (int r = b->rhead; r < b->rtail; r++) /* close the gaps first */
+      if (b->readers[r]) b->readers[n++] = b->readers[r];
+    b->rhead = 0;
+    b->rtail = n;
+    if (n > b->capreaders / 2 || !b->capreaders) {
+      int cap = b->capreaders ? b->capreaders * 2 : 8;
+      gpar__op **v = realloc(b->readers, sizeof *v * (size_t)cap);
+      if (!v) return GPAR_ENOMEM;
+      b->readers = v;
+      b->capreaders = cap;
+    }
   }
-  b->readers[b->nreaders++] = op;
+  b->readers[b->rtail++] = op;
   return GPAR_OK;
 }
 
 static void buf_remove_reader(gpar__buf *b, gpar__op *op) {
-  for (int r = b->nreaders - 1; r >= 0; r--) /* from the newest: readers retire roughly in order */
+  for (int r = b->rhead; r < b->rtail; r++)
     if (b->readers[r] == op) {
-      memmove(&b->readers[r], &b->readers[r + 1], sizeof *b->readers * (size_t)(b->nreaders - r - 1));
-      b->nreaders--;
-      return;
+      b->readers[r] = NULL;
+      break;
     }
+  while (b->rhead < b->rtail && !b->readers[b->rhead]) b->rhead++;
+  if (b->rhead == b->rtail) b->rhead = b->rtail = 0;
 }
 
 /* ---------------------------------------------------------------- ready */
@@ -191,10 +203,10 @@ static int link_access(gpar__op *op, gpar__access *a) {
     atomic_store(&op->dep_failed, 1);
   }
   if (mode & GPAR__WRITE) {
-    for (int r = 0; r < b->nreaders && st == GPAR_OK; r++)
-      if (b->readers[r] != op) st = add_edge(b->readers[r], op, 0);
+    for (int r = b->rhead; r < b->rtail && st == GPAR_OK; r++)
+      if (b->readers[r] && b->readers[r] != op) st = add_edge(b->readers[r], op, 0);
     if (st == GPAR_OK) {
-      b->nreaders = 0;
+      b->rhead = b->rtail = 0;
       b->writer = op;
     }
   } else if (st == GPAR_OK) {

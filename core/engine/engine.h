@@ -266,6 +266,7 @@ struct gpar__device {
   pthread_cond_t ccv;
   gpar__op *lane_head[GPAR__NLANES], *lane_tail[GPAR__NLANES];
   int cstop;
+  int csleeping;               /* the completion thread sleeps on ccv (cmu): a hand-over signals */
   double trace_t0;             /* host time of trace_ref */
   gpar__event *trace_ref;
 };
@@ -288,8 +289,9 @@ struct gpar__buf {
   /* Dependency state (lock). */
   gpar__spin lock;
   gpar__op *writer;            /* last writer not yet retired */
-  int nreaders, capreaders;
-  gpar__op **readers;          /* readers since that write, not yet retired */
+  int rhead, rtail, capreaders;
+  gpar__op **readers;          /* readers since that write, not yet retired: [rhead, rtail), NULL
+                                  where one retired (deps.c) */
   int status;                  /* status of the last retired writer */
   char *errmsg;
 };

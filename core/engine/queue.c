@@ -5,7 +5,7 @@
  * a push or a pop claims a position with one compare-and-swap and publishes it with one store.
  * When the ring is full, pushes go to a locked overflow list that poppers drain when the ring
  * is empty (order is not promised across the two; nothing depends on it).
- * Waiting: a consumer that finds nothing spins for up to GPAR__SPIN_S, at most two at a time,
+ * Waiting: a consumer that finds nothing spins for up to GPAR__SPIN_S, a few at a time,
  * then sleeps on the condition variable. A push (or a consumer that takes an op while more
  * wait) wakes one sleeper when the queue holds more ops than consumers spin, unless a wake-up
  * is on its way already: a consumer busy with an op does not count, since the op may be long
@@ -37,8 +37,12 @@ int gpar__queue_init(gpar__queue *q, int nconsumers) {
   atomic_init(&q->stop, 0);
   atomic_init(&q->waking, 0);
   q->nconsumers = nconsumers;
-  q->max_spin = nconsumers > 1 ? 2 : 1; /* more steal cores from the submitting thread */
+  /* Spinners: enough that one is left when the others took ops (a push that finds none wakes a
+   * sleeper: microseconds), few enough to leave the submitting threads their cores: 2, and one
+   * more per 8 cores up to 4. */
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  q->max_spin = nconsumers <= 1 ? 1 : cpus >= 32 ? 4 : cpus >= 16 ? 3 : 2;
+  if (q->max_spin > nconsumers) q->max_spin = nconsumers;
   q->yield_spin = cpus > 0 && cpus <= q->max_spin; /* spinners and a submitter share the cores */
   pthread_mutex_init(&q->mu, NULL);
   pthread_cond_init(&q->cv, NULL);
