@@ -240,6 +240,10 @@ static void chain_case(int d, int e, int kind, int n) {
     } else
       st = gpar_copy(X[i], 0, X[i - 1], 0, SZ);
     if (st != GPAR_OK) bad_submit++;
+    /* The engine records an event only where one is needed (after an op another lane waits on,
+     * after a lane's run of ops when its dispatcher runs out of work): waiting for each step
+     * makes each step's run end with its own event, so event call n is step n's. */
+    if (kind == K_EVENT) (void)gpar_wait(X[i]);
     if (user_armed) {
       st = gpar_copy(G[i], 0, X[i], 0, SZ);
     } else {

@@ -49,9 +49,13 @@ static gpar__op *take_done_locked(gpar__device *dev, int *busy, gpar__op **watch
   *busy = 0;
   for (int l = 0; l < GPAR__NLANES; l++) {
     gpar__op *op;
+    gpar__event *seen = NULL; /* a run's ops share their cover's event: query it once */
+    int seen_q = 0;
     while ((op = dev->lane_head[l])) {
       gpar__event *ev = gpar__op_done_event(op);
-      int q = ev ? dev->ops->event_query(ev) : 1;
+      int q = !ev ? 1 : ev == seen ? seen_q : dev->ops->event_query(ev);
+      seen = ev;
+      seen_q = q;
       if (q == 0) {
         if (op->kind->pending) watch[l] = op;
         break;

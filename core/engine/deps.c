@@ -301,6 +301,35 @@ static void drop_producers(gpar__op *op) {
   op->prods.n = 0;
 }
 
+/* Release event consumer c of op (op's lock held): the dispatcher of `local` runs it next when
+ * it is on that device; other devices' consumers go to their queues. */
+static void release_event_consumer(gpar__op *op, gpar__op *c, int flags, gpar__device *local, gpar__op ***local_tail) {
+  if (flags & GPAR__EDGE_DATA) mark_failed_reads(op, c);
+  if (atomic_fetch_sub_explicit(&c->unmet, 1, memory_order_acq_rel) != 1) return;
+  if (c->dev == local) { /* the dispatcher runs it next, ahead of its batch */
+    gpar__op_set_state(c, GPAR__ST_READY);
+    if (local->eng->tracing) c->t_ready = gpar__now();
+    c->next = NULL;
+    **local_tail = c;
+    *local_tail = &c->next;
+  } else {
+    make_ready(c, NULL, NULL);
+  }
+}
+
+void gpar__op_release_lane(gpar__op *op, gpar__device *local, gpar__op ***local_tail) {
+  gpar__spin_lock(&op->lock);
+  for (int i = 0; i < op->succs.n; i++) {
+    gpar__edge *e = &op->succs.v[i];
+    gpar__op *c = e->op;
+    if (!(e->flags & GPAR__EDGE_EVENT) || (e->flags & GPAR__EDGE_RELEASED) || c->dev != op->dev || c->lane != op->lane)
+      continue;
+    e->flags |= GPAR__EDGE_RELEASED;
+    release_event_consumer(op, c, e->flags, local, local_tail);
+  }
+  gpar__spin_unlock(&op->lock);
+}
+
 void gpar__op_dispatched(gpar__op *op, gpar__device *local, gpar__op ***local_tail) {
   drop_producers(op);
   gpar__spin_lock(&op->lock); /* linking threads see the state and the list together */
@@ -308,18 +337,8 @@ void gpar__op_dispatched(gpar__op *op, gpar__device *local, gpar__op ***local_ta
   for (int i = 0; i < op->succs.n; i++) {
     gpar__op *c = op->succs.v[i].op;
     int flags = op->succs.v[i].flags;
-    if (!(flags & GPAR__EDGE_EVENT)) continue;
-    if (flags & GPAR__EDGE_DATA) mark_failed_reads(op, c);
-    if (atomic_fetch_sub_explicit(&c->unmet, 1, memory_order_acq_rel) != 1) continue;
-    if (c->dev == local) { /* the dispatcher runs it next, ahead of its batch */
-      gpar__op_set_state(c, GPAR__ST_READY);
-      if (local->eng->tracing) c->t_ready = gpar__now();
-      c->next = NULL;
-      **local_tail = c;
-      *local_tail = &c->next;
-    } else {
-      make_ready(c, NULL, NULL);
-    }
+    if (!(flags & GPAR__EDGE_EVENT) || (flags & GPAR__EDGE_RELEASED)) continue;
+    release_event_consumer(op, c, flags, local, local_tail);
   }
   gpar__spin_unlock(&op->lock);
 }

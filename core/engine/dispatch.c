@@ -3,6 +3,7 @@
  * enqueues them on lanes, makes lanes wait on producers' events and records events only where
  * someone needs them, then hands the ops to the completion thread (complete.c). So one
  * submitting thread keeps every GPU busy. No engine lock is held during vendor calls. */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -86,7 +87,7 @@ static void dispatch_one(gpar__device *dev, gpar__op *op, int need_event) {
   if (st == GPAR_OK) st = op->kind->run(dev, op);
   if (st == GPAR_OK && failed_in && !op->partial) st = GPAR_EDEPFAILED;
   if (st != GPAR_OK) gpar__op_fail(op, st);
-  if (!need_event) { /* a later op of this group on the same lane covers it */
+  if (!need_event) { /* a later op of its run on the same lane covers it */
     if (tracing) op->t_ran = gpar__now();
     return;
   }
@@ -95,68 +96,101 @@ static void dispatch_one(gpar__device *dev, gpar__op *op, int need_event) {
     /* Without an event the lane is synchronised here, so consumers need not wait on it. */
     gpar__op_fail(op, rec);
     ops->lane_sync(dev->bdev, op->lane);
+    op->lane_synced = 1;
   }
   if (tracing) op->t_ran = gpar__now();
 }
 
-/* Which ops of a group need their own event: those with a consumer already linked on another
- * lane or device, and the last op of the group on each lane, whose event then covers the
- * others (an in-order lane completes them first). Consumers linked later wait on the cover. */
-static void plan_events(gpar__device *dev, gpar__op *group, int *need, gpar__op **lane_last) {
-  int k = 0;
-  for (gpar__op *op = group; op; op = op->next, k++) {
-    need[k] = dev->eng->tracing;
-    lane_last[op->lane] = op;
-    gpar__spin_lock(&op->lock); /* consumers may be linked meanwhile */
-    for (int i = 0; i < op->succs.n && !need[k]; i++) {
-      const gpar__op *c = op->succs.v[i].op;
-      need[k] = (op->succs.v[i].flags & GPAR__EDGE_EVENT) && (c->dev != dev || c->lane != op->lane);
-    }
-    gpar__spin_unlock(&op->lock);
+/* Whether op needs an event of its own right after it: tracing (per-op device times), or a
+ * consumer already linked on another lane or device that waits on it. Consumers linked later
+ * wait on its cover. */
+static int needs_own_event(gpar__device *dev, gpar__op *op) {
+  int need = dev->eng->tracing;
+  gpar__spin_lock(&op->lock); /* consumers may be linked meanwhile */
+  for (int i = 0; i < op->succs.n && !need; i++) {
+    const gpar__op *c = op->succs.v[i].op;
+    need = (op->succs.v[i].flags & GPAR__EDGE_EVENT) && (c->dev != dev || c->lane != op->lane);
   }
+  gpar__spin_unlock(&op->lock);
+  return need;
 }
 
-/* Mark a dispatched group: covers, then the successors waiting on these events (local ones
- * are appended to *local_tail). */
-static void group_dispatched(gpar__device *dev, gpar__op *group, gpar__op **lane_last, gpar__op ***local_tail) {
-  for (gpar__op *op = group; op; op = op->next) {
-    gpar__op *cover = lane_last[op->lane];
-    if (!op->event && cover != op && cover->event) {
+/* A run: the ops a dispatcher enqueued on one lane since that lane's last event. An in-order
+ * lane completes them in order, so one event after the last covers them all. */
+typedef struct lane_run {
+  gpar__op *head, *tail;
+  int n;
+} lane_run;
+
+/* Close a run: the event after its last op (recorded now if that op has none, unless the lane
+ * was synchronised) covers the others; all become dispatched (their remaining consumers are
+ * released: local ones appended to *local_tail) and go to the completion thread. */
+static void close_run(gpar__device *dev, lane_run *r, gpar__op ***local_tail) {
+  gpar__op *cover = r->tail;
+  if (!cover) return;
+  if (!cover->event && !cover->lane_synced) {
+    int rec = record_event(dev, cover, 0, &cover->event);
+    if (rec != GPAR_OK) { /* without an event the lane is synchronised: the whole run is complete */
+      gpar__op_fail(cover, rec);
+      dev->ops->lane_sync(dev->bdev, cover->lane);
+      cover->lane_synced = 1;
+    }
+  }
+  for (gpar__op *op = r->head; op; op = op->next) {
+    if (op != cover && cover->event) {
       op->cover = cover;
       gpar__op_ref(cover);
     }
     gpar__op_dispatched(op, dev, local_tail); /* deps.c */
   }
+  gpar__completer_hand(dev, r->head);
+  r->head = r->tail = NULL;
+  r->n = 0;
 }
 
-/* Ops are taken from the ready queue in batches and dispatched a few at a time; a successor
- * that this releases on the same device is dispatched next, ahead of the rest of the batch. So
- * GEMM i's copy goes out right after GEMM i rather than after every queued GEMM, and the copy
- * lane starts as early as it can (copy-bound pipelines). */
+/* The dispatcher: ops from the ready queue, one at a time; a consumer an op releases on this
+ * device is dispatched next, ahead of the rest (so GEMM i's copy goes out right after GEMM i,
+ * not after every queued GEMM, and a copy-bound pipeline's copy lane starts as early as it
+ * can). Events are recorded only where needed: after an op that a consumer on another lane or
+ * device waits on, after every GPAR__DISPATCH_GROUP-th op of a lane, and after a lane's last op
+ * when the dispatcher runs out of work; a consumer on the same lane follows its producer at
+ * once, before any event (the lane orders them). So a loop of small ops on one lane records
+ * one event per group of ops, and the completion thread polls one event per group. */
 #define GPAR__DISPATCH_GROUP 8
 #define GPAR__DISPATCH_BATCH 256 /* ops taken from the ready queue at once */
 static void *gpu_dispatcher(void *arg) {
   gpar__device *dev = arg;
   gpar__in_op = 1;
   if (dev->ops->bind_thread) dev->ops->bind_thread(dev->bdev);
-  gpar__op *todo;
-  while ((todo = gpar__queue_pop(&dev->ready, GPAR__DISPATCH_BATCH))) {
-    while (todo) {
-      gpar__op *group = todo, *last = todo;
-      for (int n = 1; n < GPAR__DISPATCH_GROUP && last->next; n++) last = last->next;
-      todo = last->next;
-      last->next = NULL;
-      int need[GPAR__DISPATCH_GROUP], k = 0;
-      gpar__op *lane_last[GPAR__NLANES] = {0};
-      plan_events(dev, group, need, lane_last);
-      for (gpar__op *op = group; op; op = op->next, k++) dispatch_one(dev, op, need[k] || lane_last[op->lane] == op);
-      gpar__op *local = NULL, **local_tail = &local;
-      group_dispatched(dev, group, lane_last, &local_tail);
-      *local_tail = todo;
-      todo = local;
-      gpar__completer_hand(dev, group);
+  lane_run run[GPAR__NLANES] = {{0}};
+  gpar__op *todo = NULL;
+  for (;;) {
+    if (!todo && !(todo = gpar__queue_take(&dev->ready, GPAR__DISPATCH_BATCH))) {
+      gpar__op *local = NULL, **local_tail = &local; /* out of work: close every run */
+      for (int l = 0; l < GPAR__NLANES; l++) close_run(dev, &run[l], &local_tail);
+      if (!(todo = local) && !(todo = gpar__queue_pop(&dev->ready, GPAR__DISPATCH_BATCH))) break;
     }
+    gpar__op *op = todo;
+    todo = op->next;
+    op->next = NULL;
+    lane_run *r = &run[op->lane];
+    int need = needs_own_event(dev, op) || r->n + 1 >= GPAR__DISPATCH_GROUP;
+    dispatch_one(dev, op, need);
+    if (r->tail)
+      r->tail->next = op;
+    else
+      r->head = op;
+    r->tail = op;
+    r->n++;
+    gpar__op *local = NULL, **local_tail = &local;
+    if (need)
+      close_run(dev, r, &local_tail);
+    else
+      gpar__op_release_lane(op, dev, &local_tail); /* consumers on this lane follow at once */
+    *local_tail = todo;
+    todo = local;
   }
+  for (int l = 0; l < GPAR__NLANES; l++) assert(!run[l].head);
   gpar__op_cache_flush(dev->eng);
   return NULL;
 }

@@ -99,8 +99,9 @@ enum {
 
 /* Edge flags between a producer and a consumer op. */
 enum {
-  GPAR__EDGE_DATA = 1,   /* the consumer reads what the producer wrote: failures propagate */
-  GPAR__EDGE_EVENT = 2   /* ordered on the device (consumer's lane waits on producer's event) */
+  GPAR__EDGE_DATA = 1,     /* the consumer reads what the producer wrote: failures propagate */
+  GPAR__EDGE_EVENT = 2,    /* ordered on the device (consumer's lane waits on producer's event) */
+  GPAR__EDGE_RELEASED = 4  /* a consumer on the producer's own lane, released when it was enqueued */
 };
 
 /* Op lifecycle. Each step goes to the next state only (asserted). */
@@ -189,6 +190,7 @@ struct gpar__op {
   int reported;        /* its status goes to the caller (gpar_read), not to gpar_wait_all */
   int partial;         /* its failure is per buffer (the access marks); see GPAR__WRITE_FAILED */
   int need_event;      /* dispatch: a consumer on another lane or device waits on its own event */
+  int lane_synced;     /* dispatch: its lane was synchronised after it (no event: complete) */
   gpar__event *event;  /* recorded after the op on its lane, when anyone needs it */
   gpar__op *cover;     /* else: a later op on the same lane whose event implies this one's */
   gpar__event *start_event; /* tracing only */
@@ -588,9 +590,13 @@ GPAR__HIDDEN void gpar__op_ran(gpar__op *op, gpar__device *local, gpar__op **nex
 /* The device finished op (a GPU op: its event completed; failure in op->async_status):
  * retire it, and what waited on it, once its producers have. */
 GPAR__HIDDEN void gpar__op_done(gpar__op *op);
-/* op was enqueued on an event lane: release the consumers that wait on its event; those on
- * `local` are appended to *local_tail (run next by that dispatcher), the others queued. */
+/* op was enqueued on an event lane and its event (or cover) is known: release the consumers
+ * that wait on its event; those on `local` are appended to *local_tail (run next by that
+ * dispatcher), the others queued. */
 GPAR__HIDDEN void gpar__op_dispatched(gpar__op *op, gpar__device *local, gpar__op ***local_tail);
+/* op was enqueued on its lane, its event not known yet: release only the consumers on that same
+ * lane (the lane orders them), appended to *local_tail. */
+GPAR__HIDDEN void gpar__op_release_lane(gpar__op *op, gpar__device *local, gpar__op ***local_tail);
 /* Free the engine's pooled ops (shutdown: nothing in flight). */
 GPAR__HIDDEN void gpar__engine_drop_ops(gpar_engine *eng);
 /* Give the calling thread's cached ops of eng back to the engine (a worker leaving). */
@@ -607,6 +613,8 @@ GPAR__HIDDEN void gpar__queue_stop(gpar__queue *q);
 /* One ready op, waiting for one (spinning, then asleep) when there is none; NULL once stopped
  * and empty. max > 1: up to max ops, chained by ->next, oldest first. */
 GPAR__HIDDEN gpar__op *gpar__queue_pop(gpar__queue *q, int max);
+/* Up to max ready ops without waiting; NULL when none is queued. */
+GPAR__HIDDEN gpar__op *gpar__queue_take(gpar__queue *q, int max);
 
 /* ---------------------------------------------------------------- dispatch.c, complete.c */
 

@@ -197,13 +197,8 @@ static gpar__op *spin_pop(gpar__queue *q) {
   return op;
 }
 
-gpar__op *gpar__queue_pop(gpar__queue *q, int max) {
-  gpar__op *op;
-  for (;;) {
-    if ((op = try_pop(q)) || (op = spin_pop(q))) break;
-    if (atomic_load(&q->stop)) return NULL;
-    sleep_until_woken(q);
-  }
+/* op and up to max - 1 more queued now, chained oldest first. */
+static gpar__op *take_more(gpar__queue *q, gpar__op *op, int max) {
   op->next = NULL;
   gpar__op *last = op;
   for (int n = 1; n < max; n++) { /* a batch (a dispatcher): what is queued now */
@@ -213,6 +208,21 @@ gpar__op *gpar__queue_pop(gpar__queue *q, int max) {
     last->next = more;
     last = more;
   }
-  maybe_wake(q); /* more than the awake consumers take: the next sleeper */
+  maybe_wake(q); /* more than the spinning consumers take: the next sleeper */
   return op;
+}
+
+gpar__op *gpar__queue_take(gpar__queue *q, int max) {
+  gpar__op *op = try_pop(q);
+  return op ? take_more(q, op, max) : NULL;
+}
+
+gpar__op *gpar__queue_pop(gpar__queue *q, int max) {
+  gpar__op *op;
+  for (;;) {
+    if ((op = try_pop(q)) || (op = spin_pop(q))) break;
+    if (atomic_load(&q->stop)) return NULL;
+    sleep_until_woken(q);
+  }
+  return take_more(q, op, max);
 }
