@@ -17,22 +17,28 @@
  * GPU dispatchers), complete.c (GPU completion threads), wait.c (waiting for ops, buffers, all),
  * trace.c (traces and the host-time breakdown).
  *
- * Lock order, every mutex of core/ (outer before inner; "->" marks what may be taken while the
- * line above is held):
+ * Lock order, every lock of core/ (outer before inner; "->" marks what may be taken while the
+ * line above is held). The engine has no global lock: dependency state lives with each buffer
+ * and op (deps.c), counts are atomics.
  *   c->issue_mu (comm/)        one collective's ops issued whole; the engine's locks below may be
  *                              taken while it is held (submitting, and waiting in synchronous mode)
+ *   b->lock (spin)             a buffer's last writer and readers; several at once only while an
+ *                              op is linked, taken in address order (deps.c link_op)
+ *     -> op->lock (spin)       an op's consumer list and its dispatched state; one at a time
+ *        -> q->mu              a ready queue's overflow list and sleepers (making a consumer ready)
+ *   eng->wait_mu               sleeping waiters, wait_all's epochs, the first error; held alone
+ *   eng->buf_mu                buffer slots and their free list; held alone
+ *   eng->trace_mu              trace records and breakdown sums; held alone
+ *   dev->cmu                   completion FIFOs of a GPU device; held alone
+ *     -> backend locks         event queries under it
+ *   eng->pinned.mu             pinned pool; held alone
+ *     -> backend locks         host_alloc / host_free under the pool lock
  *   gpar__registry_mu          engine slots; held alone (registry.c)
  *   table->mu                  a handle table's growth and free list (handle.c); held alone
- *   eng->mu                    the engine lock: dependency state of ops and buffers, stats, trace
- *     -> dev->ready.mu         a ready queue (ops made ready under the engine lock)
- *     -> eng->pinned.mu        pinned pool (staging freed at retirement)
- *        -> backend locks      host_alloc / host_free under the pool lock
- *     -> backend locks         mem_free when a retirement frees a buffer
- *   dev->cmu                   completion FIFOs; never held together with eng->mu
- *   eng->pinned.mu             also taken alone (allocation)
  * Locks of the layers above (graph/, comm/) are never held while calling into the engine,
- * except as their headers state. Every lock is taken and released in one function; a function
- * that needs a lock held on entry ends in _locked. */
+ * except as their headers state. Every lock is taken and released in one function (link_op
+ * takes and releases its buffers' locks together); a function that needs a lock held on entry
+ * ends in _locked. */
 #ifndef GPAR_CORE_ENGINE_H
 #define GPAR_CORE_ENGINE_H
 
