@@ -8,6 +8,7 @@
  * times out and cannot be cancelled keeps its memory on the process-wide abandoned list until
  * MPI completes it (see gpar_mpi.h). */
 #include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -320,23 +321,39 @@ static void *scratch_get(gpar__mpi_ctx *c, size_t bytes) {
 
 /* ---------------------------------------------------------------- the operations (CPU ops) */
 
-#define REDUCE_LOOP(T)                                                      \
-  do {                                                                      \
-    T *y = acc;                                                             \
-    const T *x = src;                                                       \
-    for (size_t i = 0; i < n; i++)                                          \
-      y[i] = op == GPAR_SUM ? y[i] + x[i] : (op == GPAR_MAX) == (x[i] > y[i]) ? x[i] : y[i]; \
+/* MAX and MIN follow gpar.h's rule on every path (NCCL's): fmax/fmin, so a NaN loses to a
+ * number and the result is NaN only where every member holds NaN. */
+#define REDUCE_LOOP(T, MAXF, MINF)                                                         \
+  do {                                                                                     \
+    T *y = acc;                                                                            \
+    const T *x = src;                                                                      \
+    for (size_t i = 0; i < n; i++) y[i] = op == GPAR_SUM ? y[i] + x[i] : op == GPAR_MAX ? MAXF(x[i], y[i]) : MINF(x[i], y[i]); \
   } while (0)
 
 static void reduce_into(int dtype, int op, void *acc, const void *src, size_t n) {
   if (dtype == GPAR_FLOAT)
-    REDUCE_LOOP(float);
+    REDUCE_LOOP(float, fmaxf, fminf);
   else
-    REDUCE_LOOP(double);
+    REDUCE_LOOP(double, fmax, fmin);
+}
+
+/* MPI's own MPI_MAX and MPI_MIN promise nothing about NaN: user ops with fmax/fmin instead,
+ * made once per process (after MPI_Init: the first gpar_comm_create_mpi). */
+static void user_fmax(void *in, void *inout, int *len, MPI_Datatype *type) {
+  reduce_into(*type == MPI_FLOAT ? GPAR_FLOAT : GPAR_DOUBLE, GPAR_MAX, inout, in, (size_t)*len);
+}
+static void user_fmin(void *in, void *inout, int *len, MPI_Datatype *type) {
+  reduce_into(*type == MPI_FLOAT ? GPAR_FLOAT : GPAR_DOUBLE, GPAR_MIN, inout, in, (size_t)*len);
+}
+static MPI_Op op_fmax = MPI_OP_NULL, op_fmin = MPI_OP_NULL;
+static pthread_once_t ops_once = PTHREAD_ONCE_INIT;
+static void ops_make(void) {
+  MPI_Op_create(user_fmax, 1, &op_fmax);
+  MPI_Op_create(user_fmin, 1, &op_fmin);
 }
 
 static MPI_Datatype mpi_type(int dtype) { return dtype == GPAR_FLOAT ? MPI_FLOAT : MPI_DOUBLE; }
-static MPI_Op mpi_op(int op) { return op == GPAR_MAX ? MPI_MAX : op == GPAR_MIN ? MPI_MIN : MPI_SUM; }
+static MPI_Op mpi_op(int op) { return op == GPAR_MAX ? op_fmax : op == GPAR_MIN ? op_fmin : MPI_SUM; }
 
 static int no_memory(gpar__mpi_job *j) {
   return gpar__mpi_fail(GPAR_ENOMEM, "%s #%lu on rank %d: out of host memory", job_name(j->kind), j->seq, j->c->rank);
@@ -633,6 +650,7 @@ GPAR_API int gpar_comm_create_mpi(gpar_engine *eng, MPI_Comm mpi_comm, const int
   MPI_Initialized(&init);
   MPI_Finalized(&fin);
   if (!init || fin) return gpar__mpi_fail(GPAR_EINVAL, "gpar_comm_create_mpi: MPI is not initialised (or finalised)");
+  pthread_once(&ops_once, ops_make); /* MAX and MIN with gpar.h's NaN rule */
   lost_sweep();
   int level = MPI_THREAD_SINGLE;
   MPI_Query_thread(&level);

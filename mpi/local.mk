@@ -9,7 +9,7 @@ pkgconfig_DATA += gpar_mpi.pc
 libgpar_mpi_la_SOURCES = mpi/gpar_mpi.c mpi/gpar_mpi_internal.h
 libgpar_mpi_la_CPPFLAGS = $(AM_CPPFLAGS) -DGPAR_BUILDING $(MPI_CFLAGS)
 libgpar_mpi_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
-libgpar_mpi_la_LIBADD = libgpar.la $(MPI_LIBS)
+libgpar_mpi_la_LIBADD = libgpar.la $(MPI_LIBS) -lm
 libgpar_mpi_la_LDFLAGS = -version-info $(GPAR_LT_VERSION) -no-undefined -Wl,--no-undefined
 if HAVE_NCCL
 libgpar_mpi_la_SOURCES += mpi/gpar_mpi_nccl.c

@@ -86,7 +86,7 @@ if HAVE_MPI
 check_PROGRAMS += tests/mpi/comm_mpi tests/mpi/faults_mpi tests/mpi/nccl_mpi
 tests_mpi_comm_mpi_SOURCES = tests/mpi/comm_mpi.c tests/comm_ref.h $(GPAR_TEST_HDRS)
 tests_mpi_comm_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
-tests_mpi_comm_mpi_LDADD = libgpar_mpi.la libgpar.la $(MPI_LIBS)
+tests_mpi_comm_mpi_LDADD = libgpar_mpi.la libgpar.la $(MPI_LIBS) -lm
 tests_mpi_faults_mpi_SOURCES = tests/mpi/faults_mpi.c $(GPAR_TEST_HDRS)
 tests_mpi_faults_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
 tests_mpi_faults_mpi_LDADD = libgpar_mpi.la libgpar.la $(MPI_LIBS)

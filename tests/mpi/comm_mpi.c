@@ -4,6 +4,7 @@
  * sequential reference of tests/comm_ref.h; send/recv around a ring; bad input; a receive with
  * no matching send ends in GPAR_ETIMEDOUT, not a hang. Rank 0 prints TAP; every check is agreed
  * by all ranks (MPI_Allreduce), and other ranks' diagnostics go to stderr. */
+#include <math.h>
 #include <unistd.h>
 #include <mpi.h>
 
@@ -144,6 +145,31 @@ int main(int argc, char **argv) {
     gpar_buffer_release(sb);
     gpar_buffer_release(rb);
     free(h);
+  }
+
+  /* gpar.h's NaN rule across ranks (fmax/fmin, as NCCL): element 0 is NaN on member 0 only,
+   * element 1 on every member, element 2 on the last member only; the others are numbers. */
+  for (int op = GPAR_MAX; op <= GPAR_MIN; op++) {
+    gpar_buffer nb[8];
+    int bad = 0;
+    for (int i = 0; i < ndevs; i++) {
+      int g = first + i; /* global member */
+      float v[4] = {g == 0 ? NAN : (float)g, NAN, g == nm - 1 ? NAN : (float)(10 + g), (float)(-g)};
+      gpar_buffer_create(eng, devs[i], sizeof v, &nb[i]);
+      gpar_write(nb[i], 0, v, sizeof v);
+    }
+    int st = gpar_allreduce(comm, nb, NULL, 4, GPAR_FLOAT, (gpar_redop)op);
+    for (int i = 0; i < ndevs; i++) {
+      float r[4];
+      if (gpar_read(nb[i], 0, r, sizeof r) != GPAR_OK) bad++;
+      /* numbers: members 1..nm-1 in element 0; 10..10+nm-2 in element 2; 0..-(nm-1) in 3 */
+      float want0 = op == GPAR_MAX ? (float)(nm - 1) : 1.f, want2 = op == GPAR_MAX ? (float)(10 + nm - 2) : 10.f;
+      float want3 = op == GPAR_MAX ? 0.f : (float)(-(nm - 1));
+      if (nm > 1 && (r[0] != want0 || !isnan(r[1]) || r[2] != want2 || r[3] != want3)) bad++;
+      gpar_buffer_release(nb[i]);
+    }
+    all_ok(st == GPAR_OK && !bad, op == GPAR_MAX ? "MAX with NaN: fmax on every rank (NaN only where all are NaN)"
+                                                   : "MIN with NaN: fmin on every rank (NaN only where all are NaN)");
   }
 
   all_ok(gpar_comm_destroy(comm) == GPAR_OK, "gpar_comm_destroy");
