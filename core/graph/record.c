@@ -384,13 +384,13 @@ static int graph_build(gpar__graph *g) {
 
 GPAR_API int gpar_graph_end(gpar_engine *e, gpar_graph **graph) {
   int st;
+  if (graph) *graph = NULL; /* NULL on every failure */
   gpar_engine *eng = gpar__engine_enter(e, &st);
   if (!eng) {
     forget_stale_recording();
     return st;
   }
   gpar__graph *g = recording_on(eng);
-  if (graph) *graph = NULL;
   if (!graph) {
     st = gpar__errorf(GPAR_EINVAL, "gpar_graph_end: graph is NULL");
   } else if (!g) {
