@@ -28,7 +28,6 @@ san memcheck tests/conformance
 san memcheck tests/graph
 san memcheck tests/dag
 san memcheck tests/faults
-san memcheck tests/graph_lifetime
 san racecheck tests/graph
 cp test-suite.log "$out/" 2>/dev/null
 echo "check-gpu: $fails run(s) failed"
