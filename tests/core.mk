@@ -15,3 +15,8 @@ EXTRA_DIST += tests/layers.sh
 tests/layers.tap: Makefile
 	$(AM_V_GEN)$(MKDIR_P) tests && echo '#!/bin/sh' > $@ && \
 	  echo 'exec $(SHELL) "$(abs_top_srcdir)/tests/layers.sh" "$(abs_top_srcdir)" "$(abs_top_builddir)"' >> $@
+# Many submitting threads against many workers on shared buffers (issue 20): exact values,
+# two-buffer ops linked by two threads in opposite orders. In the TSan list of .ci/run.
+GPAR_TAP_TESTS += tests/contention
+tests_contention_SOURCES = tests/contention.c $(GPAR_TEST_HDRS)
+tests_contention_LDADD = libgpar.la
