@@ -205,20 +205,13 @@ GPAR_API int gpar_comm_destroy(gpar_comm h) {
   return GPAR_OK;
 }
 
-void gpar__comm_shutdown(gpar_engine *eng) {
-  gpar__handle_table *t = table();
-  gpar_engine *token = gpar__engine_token(eng);
-  for (uint32_t i = 0, n = t ? gpar__handle_count(t) : 0; i < n; i++) {
-    uint64_t serial;
-    gpar__comm *c = gpar__handle_at(t, i, &serial);
-    if (!c) continue;
-    gpar__comm *mine = c->token == token ? gpar__handle_kill(t, i, serial) : NULL;
-    gpar__handle_put(t, i);
-    if (!mine) continue;
-    gpar__handle_recycle(t, i);
-    comm_teardown(c, 0); /* nothing is in flight after the drain; the engine frees the tokens */
-  }
+static int comm_of(void *obj, void *token) { return ((gpar__comm *)obj)->token == token; }
+static void comm_drop(void *obj, void *token) {
+  (void)token;
+  comm_teardown(obj, 0); /* nothing is in flight after the drain; the engine frees the tokens */
 }
+
+void gpar__comm_shutdown(gpar_engine *eng) { gpar__handle_drain(table(), comm_of, comm_drop, gpar__engine_token(eng)); }
 
 GPAR_API int gpar_comm_info(gpar_comm h, int *nmembers, int *first_local, int *nlocal) {
   gpar__comm *c;

@@ -462,6 +462,10 @@ GPAR__HIDDEN void gpar__handle_recycle(gpar__handle_table *t, uint32_t slot);
  * gpar__handle_count (slots handed out so far) it walks every object (shutdown). */
 GPAR__HIDDEN void *gpar__handle_at(gpar__handle_table *t, uint32_t i, uint64_t *serial);
 GPAR__HIDDEN uint32_t gpar__handle_count(gpar__handle_table *t);
+/* End every live handle whose object mine(obj, ctx) accepts, free its slot, and give the object
+ * to drop(obj, ctx) (shutdown: an engine's graphs or communicators; nothing uses them then). */
+GPAR__HIDDEN void gpar__handle_drain(gpar__handle_table *t, int (*mine)(void *obj, void *ctx),
+                                     void (*drop)(void *obj, void *ctx), void *ctx);
 
 /* ---------------------------------------------------------------- registry.c */
 

@@ -136,3 +136,17 @@ uint32_t gpar__handle_count(gpar__handle_table *t) {
   pthread_mutex_unlock(&t->mu);
   return n;
 }
+
+void gpar__handle_drain(gpar__handle_table *t, int (*mine)(void *obj, void *ctx), void (*drop)(void *obj, void *ctx),
+                        void *ctx) {
+  for (uint32_t i = 0, n = t ? gpar__handle_count(t) : 0; i < n; i++) {
+    uint64_t serial;
+    void *obj = gpar__handle_at(t, i, &serial);
+    if (!obj) continue;
+    void *taken = mine(obj, ctx) ? gpar__handle_kill(t, i, serial) : NULL;
+    gpar__handle_put(t, i);
+    if (!taken) continue;
+    gpar__handle_recycle(t, i);
+    drop(obj, ctx);
+  }
+}

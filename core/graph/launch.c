@@ -357,19 +357,13 @@ GPAR_API int gpar_graph_destroy(gpar_graph *handle) {
   return GPAR_OK;
 }
 
+static int graph_of(void *obj, void *token) { return ((gpar__graph *)obj)->token == token; }
+static void graph_drop(void *obj, void *token) {
+  (void)token;
+  if (gpar__sink.ctx == obj) memset(&gpar__sink, 0, sizeof gpar__sink); /* the caller's own recording */
+  gpar__graph_free(obj); /* nothing is in flight after the drain */
+}
+
 void gpar__graph_shutdown(gpar_engine *eng) {
-  gpar__handle_table *t = gpar__graph_table();
-  gpar_engine *token = gpar__engine_token(eng);
-  for (uint32_t i = 0, n = t ? gpar__handle_count(t) : 0; i < n; i++) {
-    uint64_t serial;
-    gpar__graph *g = gpar__handle_at(t, i, &serial);
-    if (!g) continue;
-    int ours = g->token == token;
-    gpar__graph *mine = ours ? gpar__handle_kill(t, i, serial) : NULL;
-    gpar__handle_put(t, i);
-    if (!mine) continue;
-    if (gpar__sink.ctx == g) memset(&gpar__sink, 0, sizeof gpar__sink);
-    gpar__handle_recycle(t, i);
-    gpar__graph_free(g); /* nothing is in flight after the drain */
-  }
+  gpar__handle_drain(gpar__graph_table(), graph_of, graph_drop, gpar__engine_token(eng));
 }
