@@ -7,7 +7,8 @@
 # GPAR_BACKENDS values, default "host host,opencl" (opencl only when it was built in).
 # Env: FUZZ_CC (default clang-14, else clang), FUZZ_CUDA=DIR (add the CUDA backend, for a GPU
 # machine), FUZZ_COVERAGE=1 (also build a coverage binary and print llvm-cov's report),
-# FUZZ_JOBS (libFuzzer -jobs), POCL_DEVICES (default "pthread pthread").
+# FUZZ_JOBS (libFuzzer -jobs), POCL_DEVICES (default "pthread pthread"), GPAR_FUZZ_KNOWN (the known
+# defects to call into rather than step around: see api_fuzz.c and tests/fuzz/found/README).
 # Exit status: 0 clean, 1 a finding (the crash file is under OUTDIR), 77 no fuzzing clang.
 set -u
 src=$(cd "${1:?SRCDIR}" && pwd)
@@ -55,12 +56,14 @@ for set in $sets; do
   "$out/api_fuzz" "${opts[@]}" -runs=0 -artifact_prefix="$out/crash-$tag/" "$src/tests/fuzz/corpus" \
     >"$out/replay-$tag.log" 2>&1 || { tail -40 "$out/replay-$tag.log"; status=1; continue; }
   grep -E 'INITED|DONE' "$out/replay-$tag.log" | tail -2
+  grep -h 'left out for known defects' "$out/replay-$tag.log" | tail -1
   [ "$secs" -gt 0 ] || continue
   echo "=== backends $set: fuzzing for $secs s (corpus $work)"
   "$out/api_fuzz" "${opts[@]}" -max_total_time="$secs" ${FUZZ_JOBS:+-jobs=$FUZZ_JOBS -workers=$FUZZ_JOBS} \
     -artifact_prefix="$out/crash-$tag/" "$work" "$src/tests/fuzz/corpus" >"$out/fuzz-$tag.log" 2>&1 ||
     { tail -60 "$out/fuzz-$tag.log"; status=1; continue; }
   grep -E '^#[0-9]+.*(DONE|pulse)|stat::(number_of_executed_units|average_exec_per_sec|peak_rss)' "$out/fuzz-$tag.log" | tail -5
+  grep -h 'left out for known defects' "$out/fuzz-$tag.log" | tail -1
 done
 # Line coverage of the library over the corpora (seed + what this run found), per backend set.
 if [ "${FUZZ_COVERAGE:-0}" = 1 ] && command -v llvm-cov-14 >/dev/null; then
