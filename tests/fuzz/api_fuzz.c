@@ -982,7 +982,8 @@ static void do_coll(void) {
     }
     if (p) {
       mb[i] = *p;
-      idx[i] = p >= hs && p < hs + MAXH ? (int)(p - hs) : -1;
+      uintptr_t at = (uintptr_t)p, lo = (uintptr_t)hs; /* a model slot, or pick()'s forged one */
+      idx[i] = at >= lo && at < lo + sizeof hs ? (int)((at - lo) / sizeof hs[0]) : -1;
     }
     bufs[i] = mb[i].h;
   }

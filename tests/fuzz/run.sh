@@ -42,7 +42,8 @@ fi
 
 [ -n "$sets" ] || { sets="host"; [ $have_ocl = 1 ] && sets="host host,opencl"; }
 export POCL_DEVICES="${POCL_DEVICES-pthread pthread}" GPAR_QUIET=1
-export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}"
+# (cudart maps memory over ASan's shadow gap: CUDA needs protect_shadow_gap=0, as replay.sh has it)
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1${cuda:+:protect_shadow_gap=0}}"
 export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$src/tests/lsan.supp:print_suppressions=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
 opts=(-timeout=30 -rss_limit_mb=4096 -max_len=512 -print_final_stats=1)
