@@ -7,7 +7,8 @@
 # GPAR_BACKENDS values, default "host host,opencl" (opencl only when it was built in).
 # Env: FUZZ_CC (default clang-14, else clang), FUZZ_CUDA=DIR (add the CUDA backend, for a GPU
 # machine), FUZZ_COVERAGE=1 (also build a coverage binary and print llvm-cov's report),
-# FUZZ_JOBS (libFuzzer -jobs), POCL_DEVICES (default "pthread pthread").
+# FUZZ_JOBS (libFuzzer -jobs), POCL_DEVICES (default "pthread pthread"), GPAR_FUZZ_KNOWN (the known
+# defects to call into rather than step around: see api_fuzz.c and tests/fuzz/found/README).
 # Exit status: 0 clean, 1 a finding (the crash file is under OUTDIR), 77 no fuzzing clang.
 set -u
 src=$(cd "${1:?SRCDIR}" && pwd)
@@ -41,7 +42,8 @@ fi
 
 [ -n "$sets" ] || { sets="host"; [ $have_ocl = 1 ] && sets="host host,opencl"; }
 export POCL_DEVICES="${POCL_DEVICES-pthread pthread}" GPAR_QUIET=1
-export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}"
+# (cudart maps memory over ASan's shadow gap: CUDA needs protect_shadow_gap=0, as replay.sh has it)
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1${cuda:+:protect_shadow_gap=0}}"
 export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$src/tests/lsan.supp:print_suppressions=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
 opts=(-timeout=30 -rss_limit_mb=4096 -max_len=512 -print_final_stats=1)
@@ -55,12 +57,14 @@ for set in $sets; do
   "$out/api_fuzz" "${opts[@]}" -runs=0 -artifact_prefix="$out/crash-$tag/" "$src/tests/fuzz/corpus" \
     >"$out/replay-$tag.log" 2>&1 || { tail -40 "$out/replay-$tag.log"; status=1; continue; }
   grep -E 'INITED|DONE' "$out/replay-$tag.log" | tail -2
+  grep -h 'left out for known defects' "$out/replay-$tag.log" | tail -1
   [ "$secs" -gt 0 ] || continue
   echo "=== backends $set: fuzzing for $secs s (corpus $work)"
   "$out/api_fuzz" "${opts[@]}" -max_total_time="$secs" ${FUZZ_JOBS:+-jobs=$FUZZ_JOBS -workers=$FUZZ_JOBS} \
     -artifact_prefix="$out/crash-$tag/" "$work" "$src/tests/fuzz/corpus" >"$out/fuzz-$tag.log" 2>&1 ||
     { tail -60 "$out/fuzz-$tag.log"; status=1; continue; }
   grep -E '^#[0-9]+.*(DONE|pulse)|stat::(number_of_executed_units|average_exec_per_sec|peak_rss)' "$out/fuzz-$tag.log" | tail -5
+  grep -h 'left out for known defects' "$out/fuzz-$tag.log" | tail -1
 done
 # Line coverage of the library over the corpora (seed + what this run found), per backend set.
 if [ "${FUZZ_COVERAGE:-0}" = 1 ] && command -v llvm-cov-14 >/dev/null; then
