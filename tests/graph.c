@@ -285,6 +285,40 @@ static int all_bytes(gpar_buffer b, unsigned char v) {
   return gpar_read(b, 0, h, BYTES) == GPAR_OK && tu_all_bytes(h, BYTES, v);
 }
 
+/* Synchronous engine, two parts on devices da and db, a GEMM fault in one: the launch returns the
+ * fault, and waiting for the parts gives every one back (the other part's op and its backend
+ * event are freed: events_live returns to 0, polled for up to 1 s as the completion thread frees
+ * ops just after their waiters wake). */
+static void sync_fault_two_parts(int da, int db) {
+  gpar_engine *se = tu_engine(0, 2, 1);
+  gpar_buffer a, b, c, y;
+  gpar_buffer_create(se, da, BYTES, &a);
+  gpar_buffer_create(se, da, BYTES, &b);
+  gpar_buffer_create(se, da, BYTES, &c);
+  gpar_buffer_create(se, db, BYTES, &y);
+  gpar_fill(a, 0, BYTES, 1);
+  gpar_fill(b, 0, BYTES, 2);
+  gpar_graph *g = NULL;
+  gpar_graph_begin(se); /* parts in order of first use: the failing one first, the other after */
+  gpar_sgemm(GPAR_NO_TRANS, GPAR_NO_TRANS, N, N, N, 1.0f, a, 0, N, b, 0, N, 0.0f, c, 0, N);
+  gpar_fill(y, 0, BYTES, 5);
+  int e = gpar_graph_end(se, &g);
+  gpar_fault_inject(se, "gemm", 1);
+  int l = gpar_graph_launch(g);
+  gpar_fault_inject(se, "gemm", 0);
+  gpar_wait_all(se);
+  gpar_stats s;
+  for (int i = 0; i < 1000 && gpar_stats_get(se, &s) == GPAR_OK && s.events_live; i++) usleep(1000);
+  ok(e == GPAR_OK && l == GPAR_EFAULT && s.ops_in_flight == 0 && s.events_live == 0 && all_bytes(y, 5),
+     "devices %d and %d, synchronous engine: a GEMM fault in one part fails the launch (%s); every part's op and "
+     "event is given back (events live after it: %llu)",
+     da, db, gpar_status_name(l), (unsigned long long)s.events_live);
+  gpar_graph_destroy(g);
+  gpar_buffer a_[4] = {a, b, c, y};
+  for (int i = 0; i < 4; i++) gpar_buffer_release(a_[i]);
+  gpar_shutdown(se);
+}
+
 /* Two parts, the failure inside the launch: a host function fails while writing X (part 0, the
  * CPU); part 1, on dev, copies X into Y, Y into W, and fills Z independently. The failure
  * travels op by op as it does eagerly: Y and W end GPAR_EDEPFAILED, Z is filled and GPAR_OK. */
@@ -708,6 +742,8 @@ int main(void) {
     replay_vs_eager("every device, reversed", rev, na, 3);
     fault_two_parts(all[0], all[na - 1]);
     fault_two_parts(all[na - 1], all[0]);
+    sync_fault_two_parts(all[0], all[na - 1]);
+    sync_fault_two_parts(all[na - 1], all[0]);
   }
   for (int a = 0; a < na; a++) {
     gpar_device_props pa, pb;

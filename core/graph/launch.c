@@ -62,11 +62,20 @@ static int launch_parts(gpar_engine *eng, gpar__graph *g) {
     return gpar__errorf(GPAR_ENOMEM, "gpar_graph_launch: out of host memory");
   }
   st = gpar__op_submit_all(ops, n, GPAR__SUBMIT_SYNC, kept);
-  for (int i = 0; st == GPAR_OK && i < n; i++) /* synchronous mode: wait for every part */
+  char *first_msg = NULL; /* synchronous mode: wait for every part (each wait drops its ref); the
+                             first failure is the one reported */
+  for (int i = 0; st == GPAR_OK && i < n; i++)
     if (kept[i]) {
       int s = gpar__op_wait(kept[i]);
-      if (st == GPAR_OK) st = s;
+      kept[i] = NULL;
+      if (s == GPAR_OK) continue;
+      st = s;
+      first_msg = strdup(gpar__error_msg());
+      for (int j = i + 1; j < n; j++)
+        if (kept[j]) gpar__op_wait(kept[j]);
     }
+  if (first_msg) gpar__errorf(st, "%s", first_msg);
+  free(first_msg);
   if (ops != stack_ops) free(ops);
   return st;
 }

@@ -10,10 +10,11 @@
 gpar_lib_sources() {
   local f mk=()
   for f in "$src"/Makefile.am "$src"/*/local.mk "$src"/*/*/local.mk; do [ -f "$f" ] && mk+=("$f"); done
-  # libgpar_la_SOURCES = / += lines and their backslash continuations; the .c words of them
-  awk '/^[ \t]*libgpar_la_SOURCES[ \t]*\+?=/ { on = 1 }
+  # libgpar_la_SOURCES = / += lines, and the GPAR_*_SOURCES variables it is made of (the core's
+  # layers), with their backslash continuations; the .c words of them
+  awk '/^[ \t]*(libgpar_la|GPAR_[A-Z_]+)_SOURCES[ \t]*\+?=/ { on = 1 }
        on { line = $0; sub(/\\[ \t]*$/, "", line); print line; if ($0 !~ /\\[ \t]*$/) on = 0 }' "${mk[@]}" |
-    sed 's/^[ \t]*libgpar_la_SOURCES[ \t]*+\{0,1\}=//' | tr ' \t' '\n\n' | grep '\.c$' |
+    sed -E 's/^[ \t]*(libgpar_la|GPAR_[A-Z_]+)_SOURCES[ \t]*\+?=//' | tr ' \t' '\n\n' | grep '\.c$' |
     grep -Ev '^(backends/(cuda|opencl)|mpi)/' | sort -u # (those come below, when built)
 }
 srcs=()
