@@ -3,13 +3,16 @@
 # the CUDA tests once more under compute-sanitizer (memcheck: out-of-bounds and misaligned
 # accesses, leaks of device memory; racecheck: shared-memory hazards of our own kernels, of
 # which there are none, but cuBLAS's are checked too), each on host + CUDA only, then a copy of
-# test-suite.log. Logs go to $OUT/check (else /tmp/check-out), a one-line verdict per run here.
+# test-suite.log (when make check ran). Logs go to $OUT/check (else /tmp/check-out), a one-line verdict per run here.
 set -u
 out=${OUT:+$OUT/check}; out=${out:-/tmp/check-out}
 mkdir -p "$out"
 fails=0
 cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 [ -x "$cs" ] || { echo "check-gpu.sh: no compute-sanitizer"; exit 1; }
+# The tests it runs, built when `make check` did not run first (GPU_CHECK_TESTS=0).
+make -j"$(nproc)" tests/conformance tests/graph tests/dag tests/faults >"$out/build.log" 2>&1 ||
+  { tail -20 "$out/build.log"; exit 1; }
 san() { # TOOL TEST [ARGS...]
   local tool=$1 t=$2 log
   shift 2
