@@ -525,6 +525,17 @@ gpar__mpi_job *gpar__mpi_job_new(gpar__mpi_ctx *c, int kind, int n) {
   return j;
 }
 
+gpar__mpi_job *gpar__mpi_coll_job_new(gpar__mpi_ctx *c, const gpar_coll *a) {
+  gpar__mpi_job *j = gpar__mpi_job_new(c, a->kind, c->nlocal);
+  if (!j) return NULL;
+  j->count = a->count;
+  j->dtype = a->dtype;
+  j->esize = gpar_dtype_size(a->dtype);
+  j->op = a->op;
+  j->root = a->root;
+  return j;
+}
+
 /* Submit a job's work, all of it or (as far as this rank's communication goes) none: host
  * memory for each buffer range (the buffer itself when host code can touch it, else a GPAR_HOST
  * staging buffer; every staging buffer is made before anything is queued); the copies into the
@@ -571,13 +582,8 @@ static int submit_job(gpar__mpi_ctx *c, gpar__mpi_job *j, const gpar_buffer *buf
 /* ---------------------------------------------------------------- transport entry points */
 
 static int mpi_collective_staged(gpar__mpi_ctx *c, const gpar_coll *a) {
-  gpar__mpi_job *j = gpar__mpi_job_new(c, a->kind, c->nlocal);
+  gpar__mpi_job *j = gpar__mpi_coll_job_new(c, a);
   if (!j) return GPAR_ENOMEM;
-  j->count = a->count;
-  j->dtype = a->dtype;
-  j->esize = gpar_dtype_size(a->dtype);
-  j->op = a->op;
-  j->root = a->root;
   size_t blocks = a->kind >= GPAR_COLL_REDUCE_SCATTER ? (size_t)c->nmembers : 1;
   size_t bytes = a->count * blocks * j->esize;
   size_t *offb = malloc(sizeof *offb * (size_t)c->nlocal);

@@ -74,6 +74,8 @@ struct gpar__mpi_ctx {
 GPAR__MPI_HIDDEN int gpar__mpi_fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A new job of n local members, numbered; call with c->submit_mu held. */
 GPAR__MPI_HIDDEN gpar__mpi_job *gpar__mpi_job_new(gpar__mpi_ctx *c, int kind, int n);
+/* A job for a collective of this context's local members, its arguments copied from a. */
+GPAR__MPI_HIDDEN gpar__mpi_job *gpar__mpi_coll_job_new(gpar__mpi_ctx *c, const gpar_coll *a);
 /* Wait (yielding) until the job's gate is no longer open; 1 when sealed, 0 when cancelled. */
 GPAR__MPI_HIDDEN int gpar__mpi_gate_wait(gpar__mpi_job *j);
 /* Collective over the ranks (every rank calls it): set c->nccl when every member of every rank

@@ -338,13 +338,8 @@ static int nccl_check(const gpar_native *nat, void *arg) {
 
 int gpar__mpi_nccl_collective(gpar__mpi_ctx *c, const gpar_coll *a) {
   nccl_state *s = c->nccl_state;
-  gpar__mpi_job *j = gpar__mpi_job_new(c, a->kind, c->nlocal);
+  gpar__mpi_job *j = gpar__mpi_coll_job_new(c, a);
   if (!j) return GPAR_ENOMEM;
-  j->count = a->count;
-  j->dtype = a->dtype;
-  j->esize = gpar_dtype_size(a->dtype);
-  j->op = a->op;
-  j->root = a->root;
   gpar_buffer *w = calloc((size_t)c->nlocal + 1, sizeof *w);
   if (!w) {
     atomic_store(&j->done, 1);

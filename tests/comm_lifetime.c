@@ -348,21 +348,15 @@ static void test_many_lifetimes(void) {
 }
 
 /* Which cases run: all, or those named on the command line (e.g. to see one fail alone). */
-static int want(int argc, char **argv, const char *name) {
-  if (argc < 2) return 1;
-  for (int i = 1; i < argc; i++)
-    if (!strcmp(argv[i], name)) return 1;
-  return 0;
-}
 
 int main(int argc, char **argv) {
   tap_start();
-  if (want(argc, argv, "stale_slot")) test_stale_slot();
-  if (want(argc, argv, "destroy_inside_transport")) test_destroy_inside_transport();
-  if (want(argc, argv, "destroy_inside_own")) test_destroy_inside_own();
-  if (want(argc, argv, "drain_outside")) test_shutdown_drain(0);
-  if (want(argc, argv, "drain_inside")) test_shutdown_drain(1);
-  if (want(argc, argv, "shutdown_reclaims")) test_shutdown_reclaims();
-  if (want(argc, argv, "many_lifetimes")) test_many_lifetimes();
+  if (tu_want(argc, argv, "stale_slot")) test_stale_slot();
+  if (tu_want(argc, argv, "destroy_inside_transport")) test_destroy_inside_transport();
+  if (tu_want(argc, argv, "destroy_inside_own")) test_destroy_inside_own();
+  if (tu_want(argc, argv, "drain_outside")) test_shutdown_drain(0);
+  if (tu_want(argc, argv, "drain_inside")) test_shutdown_drain(1);
+  if (tu_want(argc, argv, "shutdown_reclaims")) test_shutdown_reclaims();
+  if (tu_want(argc, argv, "many_lifetimes")) test_many_lifetimes();
   return done_testing();
 }

@@ -139,16 +139,10 @@ static void test_destroy_waits(void) {
 }
 
 /* Which cases run: all, or those named on the command line (e.g. to see one fail alone). */
-static int want(int argc, char **argv, const char *name) {
-  if (argc < 2) return 1;
-  for (int i = 1; i < argc; i++)
-    if (!strcmp(argv[i], name)) return 1;
-  return 0;
-}
 
 int main(int argc, char **argv) {
   tap_start();
-  if (want(argc, argv, "stale_graphs")) test_stale_graphs();
-  if (want(argc, argv, "destroy_waits")) test_destroy_waits();
+  if (tu_want(argc, argv, "stale_graphs")) test_stale_graphs();
+  if (tu_want(argc, argv, "destroy_waits")) test_destroy_waits();
   return done_testing();
 }

@@ -278,21 +278,15 @@ static void test_shutdown_waits_reader(void) {
 }
 
 /* Which cases run: all, or those named on the command line (e.g. to see one fail alone). */
-static int want(int argc, char **argv, const char *name) {
-  if (argc < 2) return 1;
-  for (int i = 1; i < argc; i++)
-    if (!strcmp(argv[i], name)) return 1;
-  return 0;
-}
 
 int main(int argc, char **argv) {
   tap_start();
-  if (want(argc, argv, "destroy_inside_collective"))
+  if (tu_want(argc, argv, "destroy_inside_collective"))
     for (int i = 0; i < 2; i++) test_destroy_inside_collective(i);
-  if (want(argc, argv, "destroy_races")) test_destroy_races();
+  if (tu_want(argc, argv, "destroy_races")) test_destroy_races();
   for (int w = 0; w < 3; w++)
-    if (want(argc, argv, "check_ordered") || want(argc, argv, check_names[w])) test_check_ordered(w);
-  if (want(argc, argv, "check_races")) test_check_races();
-  if (want(argc, argv, "shutdown_reader")) test_shutdown_waits_reader();
+    if (tu_want(argc, argv, "check_ordered") || tu_want(argc, argv, check_names[w])) test_check_ordered(w);
+  if (tu_want(argc, argv, "check_races")) test_check_races();
+  if (tu_want(argc, argv, "shutdown_reader")) test_shutdown_waits_reader();
   return done_testing();
 }

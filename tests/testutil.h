@@ -12,6 +12,15 @@
 #include "gpar.h"
 #include "tap.h"
 
+/* Whether a test named name runs: every test without arguments, else those named on the command
+ * line (argv[1..]). */
+static inline int tu_want(int argc, char **argv, const char *name) {
+  if (argc < 2) return 1;
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], name)) return 1;
+  return 0;
+}
+
 static inline double tu_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
