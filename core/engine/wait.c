@@ -42,29 +42,34 @@ void gpar__engine_sync_destroy(gpar_engine *eng) {
 
 /* ---------------------------------------------------------------- in flight */
 
-int gpar__inflight_enter(gpar_engine *eng, gpar__op **ops, int n) {
-  unsigned e = atomic_load(&eng->epoch) & 1;
-  atomic_fetch_add(&eng->inflight, ONE(e) * (uint64_t)n);
-  unsigned now = atomic_load(&eng->epoch) & 1;
-  if (now != e) { /* a wait_all moved the epoch meanwhile: count in the new one (one add) */
-    atomic_fetch_add(&eng->inflight, (ONE(now) - ONE(e)) * (uint64_t)n);
-    e = now;
-  }
-  if (atomic_load(&eng->state) == GPAR__ENG_CLOSED) { /* the drain is over: refused */
-    atomic_fetch_sub(&eng->inflight, ONE(e) * (uint64_t)n);
-    return GPAR_ESHUTDOWN;
-  }
-  for (int i = 0; i < n; i++) ops[i]->epoch = (int)e;
-  atomic_fetch_add_explicit(&eng->ops_submitted, (uint64_t)n, memory_order_relaxed);
-  return GPAR_OK;
-}
-
 /* Wake sleeping waiters, if any. */
 static void wake_waiters(gpar_engine *eng) {
   if (atomic_load(&eng->nwaiters) == 0) return;
   pthread_mutex_lock(&eng->wait_mu);
   pthread_cond_broadcast(&eng->wait_cv);
   pthread_mutex_unlock(&eng->wait_mu);
+}
+
+int gpar__inflight_enter(gpar_engine *eng, gpar__op **ops, int n) {
+  unsigned e = atomic_load(&eng->epoch) & 1;
+  uint64_t w = atomic_fetch_add(&eng->inflight, ONE(e) * (uint64_t)n) + ONE(e) * (uint64_t)n;
+  unsigned now = atomic_load(&eng->epoch) & 1;
+  if (now != e) { /* a wait_all moved the epoch meanwhile: count in the new one (one add) */
+    const uint64_t move = (ONE(now) - ONE(e)) * (uint64_t)n;
+    w = atomic_fetch_add(&eng->inflight, move) + move;
+    /* That count may have reached 0 here rather than in a retirement: the wait_all waiting
+     * for it must hear of it. */
+    if (COUNT(w, e) == 0) wake_waiters(eng);
+    e = now;
+  }
+  if (atomic_load(&eng->state) == GPAR__ENG_CLOSED) { /* the drain is over: refused */
+    w = atomic_fetch_sub(&eng->inflight, ONE(e) * (uint64_t)n) - ONE(e) * (uint64_t)n;
+    if (w == 0) wake_waiters(eng); /* the drain rechecking after it closed must hear of it */
+    return GPAR_ESHUTDOWN;
+  }
+  for (int i = 0; i < n; i++) ops[i]->epoch = (int)e;
+  atomic_fetch_add_explicit(&eng->ops_submitted, (uint64_t)n, memory_order_relaxed);
+  return GPAR_OK;
 }
 
 void gpar__first_error(gpar_engine *eng, int status, const char *msg) {
