@@ -2,7 +2,8 @@
  * and shut-down handles are refused, also after more engine lifetimes than engine slots and at
  * the very end of the engine and buffer serial counters (jumped there by a test hook); a GEMM
  * range-checks operands it does not read (k == 0); gpar_buffer_create leaves the null handle on
- * every failure; a bufferless gpar_submit on a dead engine token is refused and runs nothing. The
+ * every failure; a bufferless gpar_submit on a dead engine token is refused and runs nothing;
+ * handles forged next to a real one never reach the engine's ordering tokens. The
  * serial jump comes last: it uses the counters up for this process, and creating after that keeps
  * failing (the counters do not wrap). */
 #include <limits.h>
@@ -67,6 +68,48 @@ static void test_stale(void) {
   gpar_buffer_release(again);
   gpar_buffer_release(a);
   is_status(gpar_shutdown(e1), GPAR_OK, "shutdown e1");
+}
+
+/* The engine's own ordering tokens (a graph's fence, a communicator's member tokens) are buffers
+ * with no memory, made right after a user's buffer: handles forged from that buffer's by stepping
+ * its slot and serial (what a one-bit slip does) must not reach them. Each is refused like any
+ * handle that names no buffer: a fill, a wait and a release give GPAR_EBADBUF, and the graph and
+ * communicator still work after. */
+static void test_forged_token(void) {
+  gpar_engine *e = tu_engine(GPAR_BACKEND_HOST, 2, 0);
+  gpar_buffer a, m;
+  gpar_graph *g = NULL;
+  gpar_comm c;
+  int dev0 = 0; /* the CPU device: a communicator of one member still has its token */
+  if (gpar_buffer_create(e, GPAR_HOST, 64, &a) != GPAR_OK) bail_out("buffer create");
+  gpar_graph_begin(e); /* the fence and the member tokens take the next slots and serials */
+  gpar_fill(a, 0, 64, 1);
+  int ge = gpar_graph_end(e, &g);
+  int ce = gpar_comm_create(e, &dev0, 1, &c);
+  int refused = 0, tried = 0;
+  for (uint64_t k = 1; k <= 8; k++) {
+    gpar_buffer f = {a.id + k, a.serial + k};
+    tried++;
+    int st1 = gpar_fill(f, 0, 4, 0), st2 = gpar_wait(f), st3 = gpar_buffer_release(f);
+    if (st1 == GPAR_EBADBUF && st2 == GPAR_EBADBUF && st3 == GPAR_EBADBUF)
+      refused++;
+    else
+      diag("forged handle +%llu: fill %s, wait %s, release %s", (unsigned long long)k, gpar_status_name(st1),
+           gpar_status_name(st2), gpar_status_name(st3));
+  }
+  is_int(refused, tried, "handles forged next to a buffer never reach the engine's tokens (graph fence, member tokens)");
+  gpar_buffer_create(e, 0, 16, &m);
+  float three = 3.0f, got = 0;
+  gpar_write(m, 0, &three, sizeof three);
+  int l = ge == GPAR_OK ? gpar_graph_launch(g) : ge;
+  int r = ce == GPAR_OK ? gpar_allreduce(c, &m, NULL, 1, GPAR_FLOAT, GPAR_SUM) : ce;
+  int w = gpar_wait_all(e), rd = gpar_read(m, 0, &got, sizeof got);
+  ok(l == GPAR_OK && r == GPAR_OK && w == GPAR_OK && rd == GPAR_OK && got == 3.0f &&
+         gpar_graph_destroy(g) == GPAR_OK && gpar_comm_destroy(c) == GPAR_OK,
+     "  the graph launches and is destroyed, the communicator reduces (%g) and is destroyed", got);
+  gpar_buffer_release(a);
+  gpar_buffer_release(m);
+  is_status(gpar_shutdown(e), GPAR_OK, "  shutdown");
 }
 
 /* gpar_buffer_create leaves the null handle on every failure. */
@@ -177,6 +220,7 @@ static void test_wrap(void) {
 int main(void) {
   tap_start();
   test_stale();
+  test_forged_token();
   test_create_null();
   test_gemm_k0();
   test_wrap();

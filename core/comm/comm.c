@@ -97,7 +97,7 @@ static void comm_teardown(gpar__comm *c, int release) {
   if (c->bops) c->bops->comm_destroy(c->bcomm);
   if (c->t.destroy) c->t.destroy(c->ctx);
   for (int i = 0; i < c->nlocal && release; i++)
-    if (c->tokens[i].id) gpar__buf_release(c->eng, c->tokens[i]);
+    if (c->tokens[i].id) gpar__buf_release_token(c->eng, c->tokens[i]);
   comm_free(c);
 }
 
@@ -171,7 +171,7 @@ GPAR_API int gpar_comm_create_transport(gpar_engine *eng, const int *devs, int n
 static void wait_tokens(gpar_engine *eng, gpar__comm *c) {
   for (int i = 0; i < c->nlocal; i++) {
     gpar__buf *b;
-    if (gpar__buf_get(eng, c->tokens[i], &b) != GPAR_OK) continue;
+    if (gpar__buf_get_token(eng, c->tokens[i], &b) != GPAR_OK) continue;
     gpar__buf_wait(eng, b);
     gpar__buf_put(b);
   }

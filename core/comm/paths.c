@@ -104,7 +104,7 @@ int gpar__comm_backend(gpar__comm *c, const gpar_coll *a, const gpar__comm_membe
       st = GPAR_ENOMEM;
       break;
     }
-    if ((st = gpar__buf_get(eng, m[n].h, &b)) || (st = gpar__buf_get(eng, c->tokens[n], &tok))) {
+    if ((st = gpar__buf_get(eng, m[n].h, &b)) || (st = gpar__buf_get_token(eng, c->tokens[n], &tok))) {
       if (b) gpar__buf_put(b);
       n++;
       break;
@@ -163,7 +163,7 @@ static int submit_order(gpar__comm *c, const gpar__comm_member *m) {
   for (int i = 0; i < c->nlocal && st == GPAR_OK; i++)
     if ((st = gpar__buf_get(eng, m[i].h, &b)) == GPAR_OK) st = gpar__op_use(op, b, GPAR__READ);
   for (int i = 0; i < c->nlocal && st == GPAR_OK; i++)
-    if ((st = gpar__buf_get(eng, c->tokens[i], &b)) == GPAR_OK) st = gpar__op_use(op, b, GPAR__WRITE);
+    if ((st = gpar__buf_get_token(eng, c->tokens[i], &b)) == GPAR_OK) st = gpar__op_use(op, b, GPAR__WRITE);
   if (st != GPAR_OK) {
     gpar__op_discard(op);
     return st;
@@ -206,7 +206,7 @@ static int submit_reduce(gpar__comm *c, const gpar_coll *a, size_t count, const 
       st = gpar__op_use(op, b, GPAR__READ | GPAR__WRITE);
     }
   for (int i = 0; i < c->nlocal && st == GPAR_OK; i++)
-    if ((st = gpar__buf_get(eng, c->tokens[i], &b)) == GPAR_OK) st = gpar__op_use(op, b, GPAR__WRITE);
+    if ((st = gpar__buf_get_token(eng, c->tokens[i], &b)) == GPAR_OK) st = gpar__op_use(op, b, GPAR__WRITE);
   ra->ndst = ndst;
   if (st != GPAR_OK) {
     gpar__op_discard(op); /* frees src with the op (kind release) */

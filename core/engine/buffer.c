@@ -63,7 +63,9 @@ static int lookup_failure(gpar_engine *eng, gpar_buffer h) {
                       (unsigned long long)h.serial);
 }
 
-int gpar__buf_get(gpar_engine *eng, gpar_buffer h, gpar__buf **out) {
+/* The lookup behind gpar__buf_get and gpar__buf_get_token: a token (bytes 0) is found only by
+ * the second, a buffer only by the first (a user's handle, even forged, never names a token). */
+static int buf_lookup(gpar_engine *eng, gpar_buffer h, int token, gpar__buf **out) {
   gpar__buf *b = h.id >> 32 == (uint64_t)eng->slot + 1 && h.serial ? slot_at(eng, (uint32_t)h.id) : NULL;
   if (b && atomic_load_explicit(&eng->state, memory_order_relaxed) != GPAR__ENG_CLOSED) {
     long r = atomic_load_explicit(&b->refs, memory_order_relaxed);
@@ -72,7 +74,7 @@ int gpar__buf_get(gpar_engine *eng, gpar_buffer h, gpar__buf **out) {
     }
     if (r > 0) {
       if (atomic_load_explicit(&b->serial, memory_order_relaxed) == h.serial &&
-          !atomic_load_explicit(&b->released, memory_order_relaxed)) {
+          !atomic_load_explicit(&b->released, memory_order_relaxed) && (b->bytes == 0) == token) {
         *out = b;
         return GPAR_OK;
       }
@@ -81,6 +83,9 @@ int gpar__buf_get(gpar_engine *eng, gpar_buffer h, gpar__buf **out) {
   }
   return lookup_failure(eng, h);
 }
+
+int gpar__buf_get(gpar_engine *eng, gpar_buffer h, gpar__buf **out) { return buf_lookup(eng, h, 0, out); }
+int gpar__buf_get_token(gpar_engine *eng, gpar_buffer h, gpar__buf **out) { return buf_lookup(eng, h, 1, out); }
 
 void gpar__buf_ref(gpar__buf *b) { atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed); }
 
@@ -185,15 +190,18 @@ int gpar__buf_create(gpar_engine *eng, int dev, size_t bytes, gpar_buffer *buf) 
 
 int gpar__buf_create_token(gpar_engine *eng, gpar_buffer *buf) { return buf_register(eng, NULL, 0, NULL, buf); }
 
-int gpar__buf_release(gpar_engine *eng, gpar_buffer h) {
+static int buf_release(gpar_engine *eng, gpar_buffer h, int token) {
   gpar__buf *b;
-  int st = gpar__buf_get(eng, h, &b);
+  int st = buf_lookup(eng, h, token, &b);
   if (st) return st;
   int was = atomic_exchange(&b->released, 1);
   if (!was) gpar__buf_put(b); /* the handle's reference */
   gpar__buf_put(b);           /* the lookup's */
   return was ? lookup_failure(eng, h) : GPAR_OK;
 }
+
+int gpar__buf_release(gpar_engine *eng, gpar_buffer h) { return buf_release(eng, h, 0); }
+int gpar__buf_release_token(gpar_engine *eng, gpar_buffer h) { return buf_release(eng, h, 1); }
 
 void gpar__buf_free_all(gpar_engine *eng) {
   for (uint32_t i = 0; i < eng->nslots; i++) {

@@ -511,6 +511,9 @@ GPAR__HIDDEN gpar_buffer gpar__buf_handle(const gpar__buf *b);
  * or an op takes it over: gpar__op_use). GPAR_EENGINE for a live handle of another engine,
  * GPAR_EBADBUF for anything else that is not a live buffer of eng. */
 GPAR__HIDDEN int gpar__buf_get(gpar_engine *eng, gpar_buffer h, gpar__buf **b);
+/* The same for a token (gpar__buf_create_token): the only way to reach one, so no user handle
+ * (forged by flipping a bit of a real one, say) reaches the engine's ordering tokens. */
+GPAR__HIDDEN int gpar__buf_get_token(gpar_engine *eng, gpar_buffer h, gpar__buf **b);
 /* Drop a reference (the last one frees the memory). */
 GPAR__HIDDEN void gpar__buf_put(gpar__buf *b);
 GPAR__HIDDEN void gpar__buf_ref(gpar__buf *b);
@@ -521,6 +524,8 @@ GPAR__HIDDEN int gpar__buf_create(gpar_engine *eng, int dev, size_t bytes, gpar_
 GPAR__HIDDEN int gpar__buf_create_token(gpar_engine *eng, gpar_buffer *buf);
 /* Release a handle: no new lookup finds it; the memory goes with the last reference. */
 GPAR__HIDDEN int gpar__buf_release(gpar_engine *eng, gpar_buffer h);
+/* Release a token's handle (gpar__buf_release refuses tokens). */
+GPAR__HIDDEN int gpar__buf_release_token(gpar_engine *eng, gpar_buffer h);
 /* Free every buffer left (shutdown: nothing in flight, no call inside). */
 GPAR__HIDDEN void gpar__buf_free_all(gpar_engine *eng);
 GPAR__HIDDEN uint64_t gpar__buf_serial_last(void);

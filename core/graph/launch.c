@@ -53,7 +53,7 @@ static int launch_parts(gpar_engine *eng, gpar__graph *g) {
     }
     ((part_args *)gpar__op_args(op))->part = p;
     st = gpar__op_use_unique(op, p->acc, p->nacc); /* the union has no duplicates */
-    if (st == GPAR_OK && (st = gpar__buf_get(eng, g->fence, &fence)) == GPAR_OK) st = gpar__op_use(op, fence, GPAR__READ);
+    if (st == GPAR_OK && (st = gpar__buf_get_token(eng, g->fence, &fence)) == GPAR_OK) st = gpar__op_use(op, fence, GPAR__READ);
   }
   if (st != GPAR_OK) { /* nothing submitted */
     for (int i = 0; i < n; i++)
@@ -320,7 +320,7 @@ void gpar__graph_free(gpar__graph *g) {
     free(g->nodes[i].ins);
   }
   for (int b = 0; b < g->nbufs; b++) gpar__buf_put(g->bufs[b]);
-  if (g->fence.id) gpar__buf_release(eng, g->fence);
+  if (g->fence.id) gpar__buf_release_token(eng, g->fence);
   free(g->nodes);
   free(g->parts);
   free(g->bufs);
@@ -334,7 +334,7 @@ void gpar__graph_free(gpar__graph *g) {
 static int wait_launches(gpar_engine *eng, gpar__graph *g) {
   gpar__buf *fence;
   gpar__op *op = gpar__op_new(eng, &kind_fence, eng->host_dev, GPAR__LANE_COMPUTE), *kept = NULL;
-  int st = op ? gpar__buf_get(eng, g->fence, &fence) : GPAR_ENOMEM;
+  int st = op ? gpar__buf_get_token(eng, g->fence, &fence) : GPAR_ENOMEM;
   if (st == GPAR_OK) st = gpar__op_use(op, fence, GPAR__WRITE);
   if (st == GPAR_OK) op->reported = 1;
   if (st == GPAR_OK) return (st = gpar__op_submit(op, GPAR__SUBMIT_KEEP | GPAR__SUBMIT_NO_SINK, &kept)) ? st : gpar__op_wait(kept);

@@ -174,7 +174,7 @@ GPAR_API int gpar_graph_begin(gpar_engine *e) {
     st = gpar__buf_create_token(eng, &g->fence);
     if (st == GPAR_OK && (st = gpar__handle_add(t, g, &g->slot, &g->serial)) != GPAR_OK) g->serial = 0;
     if (st != GPAR_OK) {
-      if (g->fence.id) gpar__buf_release(eng, g->fence);
+      if (g->fence.id) gpar__buf_release_token(eng, g->fence);
       free(g);
     } else {
       gpar__sink = (gpar__op_sink){eng, atomic_load(&eng->serial), record_take, record_call_failed, g};
