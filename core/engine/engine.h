@@ -487,6 +487,11 @@ GPAR__HIDDEN int gpar__engine_begin_close(gpar_engine *eng);
 GPAR__HIDDEN void gpar__engine_wait_callers(gpar_engine *eng);
 /* The engine's lifetime is the one with this serial and it is open (or draining). */
 GPAR__HIDDEN int gpar__engine_is(gpar_engine *eng, uint64_t serial);
+/* Count the calling thread among eng's callers, with no message, while eng still has this serial
+ * and is open or closing (1; gpar__engine_unhold ends it), else 0. Its shutdown frees what the
+ * engine pools only after every caller left, so what a holder gives back is not lost. */
+GPAR__HIDDEN int gpar__engine_hold(gpar_engine *eng, uint64_t serial);
+GPAR__HIDDEN void gpar__engine_unhold(gpar_engine *eng);
 GPAR__HIDDEN extern GPAR__TLS int gpar__in_op;
 GPAR__HIDDEN extern GPAR__TLS int gpar__depth; /* entered public calls on this thread */
 GPAR__HIDDEN extern GPAR__TLS double gpar__t_call; /* when this thread's public call entered (tracing) */

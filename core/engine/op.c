@@ -65,11 +65,15 @@ void gpar__op_cache_flush(gpar_engine *eng) {
   memset(&cache, 0, sizeof cache);
 }
 
-/* Empty the thread's cache: back to its engine while that lives, else freed. */
+/* Empty the thread's cache: back to its engine while this thread is counted among the engine's
+ * callers (its shutdown then frees the pool only after this), else freed: a thread that ends
+ * while its engine shuts down must not push onto a pool that was emptied for the last time. */
 static void cache_drop(void) {
-  if (cache.eng && gpar__engine_is(cache.eng, cache.serial)) {
-    gpar__op_cache_flush(cache.eng);
-  } else { /* its engine is gone: the ops are ours to free */
+  gpar_engine *eng = cache.eng;
+  if (eng && gpar__engine_hold(eng, cache.serial)) {
+    gpar__op_cache_flush(eng);
+    gpar__engine_unhold(eng);
+  } else { /* its engine is gone or going: the ops are ours to free */
     for (gpar__op *op = cache.alloc, *n; op; op = n) n = op->next, free(op);
     for (gpar__op *op = cache.freed, *n; op; op = n) n = op->next, free(op);
   }

@@ -113,6 +113,16 @@ void gpar__engine_leave(gpar_engine *eng) {
   atomic_fetch_sub(&eng->callers, 1);
 }
 
+int gpar__engine_hold(gpar_engine *eng, uint64_t serial) {
+  atomic_fetch_add(&eng->callers, 1); /* before the state is read: see gpar__engine_wait_callers */
+  int state = atomic_load(&eng->state);
+  if (atomic_load(&eng->serial) == serial && (state == GPAR__ENG_OPEN || state == GPAR__ENG_CLOSING)) return 1;
+  atomic_fetch_sub(&eng->callers, 1);
+  return 0;
+}
+
+void gpar__engine_unhold(gpar_engine *eng) { atomic_fetch_sub(&eng->callers, 1); }
+
 int gpar__engine_is(gpar_engine *eng, uint64_t serial) {
   int state = atomic_load(&eng->state);
   return atomic_load(&eng->serial) == serial && (state == GPAR__ENG_OPEN || state == GPAR__ENG_CLOSING);
