@@ -12,7 +12,10 @@
  * be refused, and with which statuses (a refusal must be one of them, an accepted call must have
  * none); every other status is one gpar.h documents for that call; a collective on known data
  * (written just before, read just after) has the exact result; after the drain the counters are
- * back to zero. The sanitizers (ASan, UBSan, LSan) and libFuzzer's -timeout do the rest. */
+ * back to zero. The sanitizers (ASan, UBSan, LSan) and libFuzzer's -timeout do the rest.
+ * Env: GPAR_FUZZ_TRACE=1 logs every checked call with its predicted statuses (to read a finding);
+ * GPAR_FUZZ_KNOWN lists known defects to call into rather than step around (see below);
+ * GPAR_FUZZ_SAFE_SHUTDOWN=1 drains ops submitted from inside ops before a shutdown. */
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
