@@ -751,7 +751,8 @@ static void do_submit(void) {
   if ((a->mode == 3 || a->mode == 4) && es[e].live) es[e].nested = 1;
   int st = gpar_submit(es[e].e, dev, ufn, a, nullr ? NULL : rl, nr, wl, nw);
   check_id("gpar_submit", st, must, es[e].live ? async_may(e) : 0, a->mode == 5 ? a->comm.id : 0);
-  if (st == GPAR_OK && doom && doom->state == C_LIVE) doom->state = C_DOOMED;
+  /* accepted, or run and failed (a synchronous engine returns the op's status): doomed */
+  if (!must && doom && doom->state == C_LIVE) doom->state = C_DOOMED;
 }
 
 static void do_wait(void) {
