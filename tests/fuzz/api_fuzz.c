@@ -12,7 +12,10 @@
  * be refused, and with which statuses (a refusal must be one of them, an accepted call must have
  * none); every other status is one gpar.h documents for that call; a collective on known data
  * (written just before, read just after) has the exact result; after the drain the counters are
- * back to zero. The sanitizers (ASan, UBSan, LSan) and libFuzzer's -timeout do the rest. */
+ * back to zero. The sanitizers (ASan, UBSan, LSan) and libFuzzer's -timeout do the rest.
+ * Env: GPAR_FUZZ_TRACE=1 logs every checked call with its predicted statuses (to read a finding);
+ * GPAR_FUZZ_KNOWN lists known defects to call into rather than step around (see below);
+ * GPAR_FUZZ_SAFE_SHUTDOWN=1 drains ops submitted from inside ops before a shutdown. */
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
@@ -22,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "gpar.h"
 
@@ -123,9 +127,34 @@ static int call_known(const char *name) {
   return 0;
 }
 
+/* The input running, for fail(): libFuzzer's own crash report (and the unit it writes) is lost
+ * when a vendor library has put its signal handlers in front of libFuzzer's (PoCL's LLVM does),
+ * so the input is printed here, and written to $GPAR_FUZZ_DUMP<pid> when that is set. */
+static const uint8_t *cur_data;
+static size_t cur_size;
+static void ring_print(void);
+
 static void fail(const char *what, int got, const char *why) {
+  static atomic_flag once = ATOMIC_FLAG_INIT;
   fprintf(stderr, "api_fuzz: oracle violation: %s returned %s (%d): %s; last error: %s\n", what,
           gpar_status_name(got), got, why, gpar_last_error());
+  if (!atomic_flag_test_and_set(&once)) {
+    ring_print();
+    fprintf(stderr, "api_fuzz: the input (%zu bytes, hex): ", cur_size);
+    for (size_t i = 0; i < cur_size; i++) fprintf(stderr, "%02x", cur_data[i]);
+    fprintf(stderr, "\n");
+    const char *dump = getenv("GPAR_FUZZ_DUMP");
+    if (dump && *dump) {
+      char path[4096];
+      snprintf(path, sizeof path, "%s%ld", dump, (long)getpid());
+      FILE *f = fopen(path, "wb");
+      if (f) {
+        fwrite(cur_data, 1, cur_size, f);
+        fclose(f);
+        fprintf(stderr, "api_fuzz: the input is in %s\n", path);
+      }
+    }
+  }
   abort();
 }
 
@@ -149,11 +178,38 @@ typedef unsigned smask; /* bit -status set: that status is allowed */
 /* async failures a wait, read or later op may report once the engine had a fault or failing op */
 #define S_ASYNC (S(GPAR_EFAULT) | S(GPAR_EDEPFAILED) | S(GPAR_EBACKEND))
 
-/* Check a call's status: `must` is the set of errors the model says apply (non-empty: the call
- * must be refused with one of them); `may` adds statuses allowed in any case. */
 static int trace = 0; /* env GPAR_FUZZ_TRACE=1: every checked call on stderr (to read a finding) */
-static void check(const char *what, int got, smask must, smask may) {
-  if (trace > 0) fprintf(stderr, "api_fuzz: %s -> %s (must %#x, may %#x)\n", what, gpar_status_name(got), must, may);
+
+/* The input's last calls, printed by fail(): a finding that depends on timing may not come back
+ * when its input is run again. Filled from any thread (user functions check their calls too). */
+#define NRING 64
+static struct ring {
+  const char *what;
+  int got;
+  smask must, may;
+  uint64_t id; /* a communicator's or graph's handle, when the call names one */
+} ring[NRING];
+static atomic_uint nring;
+
+static void ring_print(void) {
+  unsigned n = atomic_load(&nring), from = n > NRING ? n - NRING : 0;
+  fprintf(stderr, "api_fuzz: the input's last %u checked calls (of %u):\n", n - from, n);
+  for (unsigned i = from; i < n; i++) {
+    const struct ring *r = &ring[i % NRING];
+    fprintf(stderr, "api_fuzz:   %s -> %s (must %#x, may %#x)", r->what ? r->what : "?", gpar_status_name(r->got), r->must, r->may);
+    if (r->id) fprintf(stderr, " [%#llx]", (unsigned long long)r->id);
+    fprintf(stderr, "\n");
+  }
+}
+
+/* Check a call's status: `must` is the set of errors the model says apply (non-empty: the call
+ * must be refused with one of them); `may` adds statuses allowed in any case. id: the handle the
+ * call names (communicator, graph), for the record. */
+static void check_id(const char *what, int got, smask must, smask may, uint64_t id) {
+  if (trace > 0) fprintf(stderr, "api_fuzz: %s -> %s (must %#x, may %#x) [%#llx]\n", what, gpar_status_name(got), must, may,
+                         (unsigned long long)id);
+  unsigned k = atomic_fetch_add(&nring, 1);
+  ring[k % NRING] = (struct ring){what, got, must, may, id};
   if (got > 0) fail(what, got, "positive status");
   if (got == GPAR_OK) {
     if (must) fail(what, got, "accepted a call the model says must be refused");
@@ -161,6 +217,8 @@ static void check(const char *what, int got, smask must, smask may) {
   }
   if (-got >= 32 || !((must | may) & S(got))) fail(what, got, must ? "not one of the predicted errors" : "unexpected error");
 }
+
+static void check(const char *what, int got, smask must, smask may) { check_id(what, got, must, may, 0); }
 
 /* ------------------------------------------------------------------ handles */
 
@@ -184,6 +242,12 @@ static shadow_buf *pick(void) {
     }
     for (int i = 0; i < nh; i++) /* a forged handle may hit a real one */
       if (same(hs[i].h, f.h)) return &hs[i];
+    /* or one the library made for itself (a staging buffer of a transfer in flight): out of the
+     * model. Tokens (graph fences, communicator member tokens) are refused by every call, query
+     * included, so a handle that names one stays in and must be refused. */
+    size_t bytes;
+    int dev;
+    if (gpar_buffer_query(f.h, &bytes, &dev) == GPAR_OK) f.h = (gpar_buffer){0};
     return &f;
   }
   return &hs[v % (unsigned)nh];
@@ -256,7 +320,7 @@ static void graph_add(gpar_graph *g, int e) {
   for (int k = 0; k < ng; k++)
     if (gs[k].state == G_LIVE && gs[k].g == g) fail("gpar_graph_end", 0, "the handle of a live graph came back");
   int slot = ng < MAXG ? ng++ : (int)(u8() % MAXG);
-  if (gs[slot].state == G_LIVE) check("gpar_graph_destroy (evict)", gpar_graph_destroy(gs[slot].g), 0, 0);
+  if (gs[slot].state == G_LIVE) check_id("gpar_graph_destroy (evict)", gpar_graph_destroy(gs[slot].g), 0, 0, (uintptr_t)gs[slot].g);
   gs[slot] = (shadow_graph){g, G_LIVE, e};
 }
 
@@ -265,7 +329,7 @@ static void end_recording(int i) {
   static char not_a_graph;
   gpar_graph *g = (gpar_graph *)(void *)&not_a_graph;
   int st = gpar_graph_end(es[i].e, &g);
-  check("gpar_graph_end (end of recording)", st, 0, 0);
+  check_id("gpar_graph_end (end of recording)", st, 0, 0, (uintptr_t)g);
   rec_eng = -1;
   if (!g) fail("gpar_graph_end", st, "NULL graph on success");
   graph_add(g, i);
@@ -276,7 +340,7 @@ static void end_recording(int i) {
 static void comm_drop(shadow_comm *c, const char *what) {
   if (c->state == C_NONE || c->state == C_DESTROYED) return;
   int st = gpar_comm_destroy(c->c);
-  check(what, st, 0, c->state == C_LIVE ? 0 : S(GPAR_EINVAL));
+  check_id(what, st, 0, c->state == C_LIVE ? 0 : S(GPAR_EINVAL), c->c.id);
   c->state = C_DESTROYED;
 }
 
@@ -340,7 +404,7 @@ static void eng_shutdown(int i, int clean) {
     if (rec_eng == i) end_recording(i);
     for (int k = 0; k < ng; k++)
       if (gs[k].state == G_LIVE && gs[k].eng == i) {
-        check("gpar_graph_destroy (end)", gpar_graph_destroy(gs[k].g), 0, 0);
+        check_id("gpar_graph_destroy (end)", gpar_graph_destroy(gs[k].g), 0, 0, (uintptr_t)gs[k].g);
         gs[k].state = G_STALE;
       }
     for (int k = 0; k < nc; k++)
@@ -358,7 +422,7 @@ static void eng_shutdown(int i, int clean) {
               (unsigned long long)s.ops_in_flight, (unsigned long long)s.buffers_live,
               (unsigned long long)s.events_live, (unsigned long long)s.ops_completed,
               (unsigned long long)s.ops_submitted);
-      abort();
+      fail("gpar_stats_get after the drain", 0, "counters not back to zero");
     }
   } else if (es[i].nested && safe_shutdown) {
     if (rec_eng == i) end_recording(i); /* (a wait_all while recording is refused) */
@@ -447,7 +511,7 @@ static int ufn(const gpar_native *nat, void *p) {
   }
   case 5: { /* refused: it would wait for its own op (GPAR_EINVAL: the main thread destroyed it) */
     int st = gpar_comm_destroy(a->comm);
-    check("gpar_comm_destroy inside an op", st, S(GPAR_EDEADLK) | S(GPAR_EINVAL), 0);
+    check_id("gpar_comm_destroy inside an op", st, S(GPAR_EDEADLK) | S(GPAR_EINVAL), 0, a->comm.id);
     return GPAR_OK;
   }
   }
@@ -690,7 +754,7 @@ static void do_submit(void) {
   if (a->mode == 2 && es[e].live) es[e].may_fail = 1;
   if ((a->mode == 3 || a->mode == 4) && es[e].live) es[e].nested = 1;
   int st = gpar_submit(es[e].e, dev, ufn, a, nullr ? NULL : rl, nr, wl, nw);
-  check("gpar_submit", st, must, es[e].live ? async_may(e) : 0);
+  check_id("gpar_submit", st, must, es[e].live ? async_may(e) : 0, a->mode == 5 ? a->comm.id : 0);
   (void)doom; /* a destroy from inside an op is refused (GPAR_EDEADLK): the communicator stays live */
 }
 
@@ -837,7 +901,7 @@ static void do_graph_call(int destroy) {
   smask must = e < 0 ? S(GPAR_EINVAL) : !destroy && e == rec_eng ? S(GPAR_ERECORDING) : 0;
   smask may = !must && !destroy && es[e].cfg.synchronous ? async_may(e) : 0; /* synchronous: its status */
   int st = destroy ? gpar_graph_destroy(g->g) : gpar_graph_launch(g->g);
-  check(destroy ? "gpar_graph_destroy" : "gpar_graph_launch", st, must, may);
+  check_id(destroy ? "gpar_graph_destroy" : "gpar_graph_launch", st, must, may, (uintptr_t)g->g);
   if (destroy && st == GPAR_OK) g->state = G_STALE;
 }
 
@@ -889,7 +953,7 @@ static void do_comm_create(void) {
   smask must = !es[e].live ? S(GPAR_ESHUTDOWN) : null_out || null_devs || nd < 1 ? S(GPAR_EINVAL) : loop;
   gpar_comm c = {0x5555};
   int st = gpar_comm_create(es[e].e, null_devs ? NULL : devs, nd, null_out ? NULL : &c);
-  check("gpar_comm_create", st, must, !must && es[e].may_fail ? S(GPAR_EFAULT) : 0);
+  check_id("gpar_comm_create", st, must, !must && es[e].may_fail ? S(GPAR_EFAULT) : 0, st == GPAR_OK ? c.id : 0);
   if (st != GPAR_OK) return;
   if (c.id == 0) fail("gpar_comm_create", st, "handle 0 on success");
   for (int k = 0; k < nc; k++)
@@ -905,15 +969,15 @@ static void do_comm_info_destroy(int destroy) {
   if (destroy) {
     int st = gpar_comm_destroy(c->c);
     /* live: accepted; destroyed or forged: GPAR_EINVAL; orphaned or doomed: gone already or not */
-    check("gpar_comm_destroy", st, c->state == C_DESTROYED ? S(GPAR_EINVAL) : 0,
-          c->state == C_ORPHAN || c->state == C_DOOMED ? S(GPAR_EINVAL) : 0);
+    check_id("gpar_comm_destroy", st, c->state == C_DESTROYED ? S(GPAR_EINVAL) : 0,
+             c->state == C_ORPHAN || c->state == C_DOOMED ? S(GPAR_EINVAL) : 0, c->c.id);
     if (c->state != C_NONE) c->state = C_DESTROYED;
     return;
   }
   int nm = -1, fl = -1, nl = -1, nulls = u8() % 4 == 0;
   int st = gpar_comm_info(c->c, nulls ? NULL : &nm, &fl, nulls ? NULL : &nl);
   smask must = c->state == C_DESTROYED ? S(GPAR_EINVAL) : c->state == C_ORPHAN ? S(GPAR_EINVAL) | S(GPAR_ESHUTDOWN) : 0;
-  check("gpar_comm_info", st, must, c->state == C_DOOMED ? S(GPAR_EINVAL) : 0);
+  check_id("gpar_comm_info", st, must, c->state == C_DOOMED ? S(GPAR_EINVAL) : 0, c->c.id);
   if (st != GPAR_OK) {
     if (c->state == C_ORPHAN || c->state == C_DOOMED) c->state = C_DESTROYED; /* (today's ESHUTDOWN destroys it) */
     return;
@@ -1038,7 +1102,7 @@ static void do_coll(void) {
            : kind == BC ? gpar_broadcast(cm->c, pb, po, count, dt, root)
            : kind == RS ? gpar_reduce_scatter(cm->c, pb, po, count, dt, op)
                         : gpar_all_gather(cm->c, pb, po, count, dt);
-  check(names[kind], st, must, may);
+  check_id(names[kind], st, must, may, cm->c.id);
   /* gone: an orphan after any call (today's GPAR_ESHUTDOWN destroys it), a doomed one refused
    * with GPAR_EINVAL for valid arguments */
   if (st != GPAR_OK && (cm->state == C_ORPHAN || (cm->state == C_DOOMED && !must && st == GPAR_EINVAL))) cm->state = C_DESTROYED;
@@ -1082,8 +1146,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     atexit(report_skips);
     trace = getenv("GPAR_FUZZ_TRACE") && atoi(getenv("GPAR_FUZZ_TRACE")) ? 1 : -1;
   }
-  in_p = data;
-  in_n = size;
+  atomic_store(&nring, 0);
+  in_p = cur_data = data;
+  in_n = cur_size = size;
   nh = ng = nc = 0;
   nargs = 0;
   rec_eng = -1;
@@ -1134,5 +1199,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     eng_shutdown(e, 1);
   }
   for (int k = 0; k < nc; k++) comm_drop(&cs[k], "gpar_comm_destroy (after shutdown)"); /* orphans */
+  for (int k = 0; k < nc; k++) /* and every communicator the model holds is gone: none outlives the input */
+    check_id("gpar_comm_info (destroyed, at the end)", gpar_comm_info(cs[k].c, NULL, NULL, NULL), S(GPAR_EINVAL), 0, cs[k].c.id);
   return 0;
 }

@@ -52,7 +52,7 @@ for set in $sets; do
   tag=${set//,/+}
   work="$out/corpus-$tag"
   mkdir -p "$work" "$out/crash-$tag"
-  export GPAR_BACKENDS=$set
+  export GPAR_BACKENDS=$set GPAR_FUZZ_DUMP="$out/crash-$tag/violation-" # (api_fuzz.c: fail())
   echo "=== backends $set: replay of the seed corpus ($(ls "$src/tests/fuzz/corpus" | wc -l) inputs)"
   "$out/api_fuzz" "${opts[@]}" -runs=0 -artifact_prefix="$out/crash-$tag/" "$src/tests/fuzz/corpus" \
     >"$out/replay-$tag.log" 2>&1 || { tail -40 "$out/replay-$tag.log"; status=1; continue; }
