@@ -68,7 +68,7 @@ fuzz:
 	$(SHELL) $(top_srcdir)/tests/fuzz/run.sh $(top_srcdir) tests/fuzz $(FUZZ_SECONDS)
 .PHONY: fuzz
 EXTRA_DIST += tests/fuzz/run.sh tests/fuzz/api_fuzz.c tests/fuzz/corpus tests/fuzz/replay.sh tests/fuzz/replay_main.c \
-	tests/fuzz/sources.sh
+	tests/fuzz/sources.sh tests/fuzz/found
 # Collectives on one process (issue 15): host + PoCL device sets against a reference.
 GPAR_TAP_TESTS += tests/comm
 tests_comm_SOURCES = tests/comm.c tests/comm_ref.h $(GPAR_TEST_HDRS)
