@@ -1,53 +1,174 @@
-# tests/local.mk: TAP test programs (owned by the tests work; the lead adds nothing here).
-# Each program prints TAP on stdout and arms a watchdog (tests/tap.h: GPAR_TEST_TIMEOUT, 120 s).
-# GPAR_TEST_SEED repeats a randomised run (dag, threads, host_gemm, conformance).
-GPAR_TAP_TESTS = tests/engine tests/dag tests/threads tests/badinput tests/host_gemm \
-	tests/conformance
+# tests/local.mk: every test of `make check` but the MPI ones (tests/mpi/local.mk), grouped by
+# the layer it guards (core/README.md), each with a line on what it guards. Programs speak TAP
+# (tests/tap.h, tests/testutil.h) through automake's tap-driver.sh and arm a watchdog
+# (GPAR_TEST_TIMEOUT, 120 s). GPAR_TEST_SEED repeats a randomised run (dag, threads, host_gemm,
+# conformance); GPAR_TEST_EXPECT="host opencl:2" makes a test bail out naming an expected device
+# that is missing; GPAR_STRESS_SCALE (stress, contention), GPAR_SOAK_OPS / GPAR_SOAK_DEV_OPS
+# (soak) and GPAR_CYCLES (engine_cycles) make the long tests longer.
+#
+# Order: the programs of GPAR_TAP_TESTS run first (in parallel under make -j), then tests/oom
+# (it fills whole devices), then the benchmarks (tests/bench/), alone; the rules are at the end
+# of the benchmarks' group. A new test program joins GPAR_TAP_TESTS.
+
+GPAR_TAP_TESTS =
 check_PROGRAMS += $(GPAR_TAP_TESTS)
 TESTS += $(GPAR_TAP_TESTS)
-
 GPAR_TEST_HDRS = tests/tap.h tests/testutil.h
-tests_engine_SOURCES = tests/engine.c $(GPAR_TEST_HDRS)
-tests_engine_LDADD = libgpar.la
-tests_dag_SOURCES = tests/dag.c $(GPAR_TEST_HDRS)
-tests_dag_LDADD = libgpar.la
-tests_threads_SOURCES = tests/threads.c $(GPAR_TEST_HDRS)
-tests_threads_LDADD = libgpar.la
-tests_badinput_SOURCES = tests/badinput.c $(GPAR_TEST_HDRS)
-tests_badinput_LDADD = libgpar.la
-tests_host_gemm_SOURCES = tests/host_gemm.c $(GPAR_TEST_HDRS)
-tests_host_gemm_LDADD = libgpar.la -lm
-tests_conformance_SOURCES = tests/conformance.c $(GPAR_TEST_HDRS)
-tests_conformance_LDADD = libgpar.la -lm
+# Wrappers (oom, the shell tests, the benchmarks) end in .tap: their .log files come from a
+# suffix rule, which may carry dependencies (the order above).
+TEST_EXTENSIONS = .tap
+TAP_LOG_DRIVER = $(LOG_DRIVER)
+TAP_LOG_COMPILER = $(SHELL)
 
 # PoCL gives two CPU OpenCL devices when POCL_DEVICES is not set already (multi-device paths
 # run on machines without a GPU); diagnostics about absent backends stay quiet.
 AM_TESTS_ENVIRONMENT = POCL_DEVICES="$${POCL_DEVICES-pthread pthread}"; export POCL_DEVICES; \
 	GPAR_QUIET="$${GPAR_QUIET-1}"; export GPAR_QUIET;
+# Sanitizer suppressions (vendor libraries only), read by .ci/run and tests/mpi/run.sh.
+EXTRA_DIST += tests/lsan.supp tests/tsan.supp
 
-# Reliability tests (issue 7): injected faults, concurrency stress, soak, real out-of-memory.
-# GPAR_STRESS_SCALE and GPAR_SOAK_OPS / GPAR_SOAK_DEV_OPS make stress and soak longer.
-# They join GPAR_TAP_TESTS so the benchmarks (tools/local.mk) still run after every test.
-GPAR_TAP_TESTS += tests/faults tests/stress tests/soak
-tests_faults_SOURCES = tests/faults.c $(GPAR_TEST_HDRS)
-tests_faults_LDADD = libgpar.la
-tests_stress_SOURCES = tests/stress.c $(GPAR_TEST_HDRS)
-tests_stress_LDADD = libgpar.la
-tests_soak_SOURCES = tests/soak.c $(GPAR_TEST_HDRS)
-tests_soak_LDADD = libgpar.la
-# Op graphs (issue 14): record once, replay many.
+# ---------------------------------------------------------------- engine (core/engine/)
+# engine: RAW/WAR/WAW order, concurrent readers, deferred release, failure propagation, waits
+# inside ops, shutdown with pending work, synchronous mode, counters (CPU device, gpar_submit).
+GPAR_TAP_TESTS += tests/engine
+tests_engine_SOURCES = tests/engine.c $(GPAR_TEST_HDRS)
+tests_engine_LDADD = libgpar.la
+# dag: random DAGs of ops leave every buffer as a sequential replay in submit order does,
+# threaded, synchronous and across every device.
+GPAR_TAP_TESTS += tests/dag
+tests_dag_SOURCES = tests/dag.c $(GPAR_TEST_HDRS)
+tests_dag_LDADD = libgpar.la
+# threads: several submitting threads on shared and private buffers lose and reorder no op;
+# waits from many threads all return.
+GPAR_TAP_TESTS += tests/threads
+tests_threads_SOURCES = tests/threads.c $(GPAR_TEST_HDRS)
+tests_threads_LDADD = libgpar.la
+# contention: 16 submitting threads against 16 CPU workers on shared buffers, two-buffer ops
+# linked in opposite orders (no cycle), exact values. In the TSan list of .ci/run.
+GPAR_TAP_TESTS += tests/contention
+tests_contention_SOURCES = tests/contention.c $(GPAR_TEST_HDRS)
+tests_contention_LDADD = libgpar.la
+# handles: released, foreign and shut-down handles refused forever, also at the end of the
+# serial counters; forged handles never reach the engine's tokens.
+GPAR_TAP_TESTS += tests/handles
+tests_handles_SOURCES = tests/handles.c $(GPAR_TEST_HDRS)
+tests_handles_LDADD = libgpar.la
+# breakdown: the per-op host-time breakdown (gpar_breakdown_get) counts only while tracing, one
+# measurement per retired op, phases that add up.
+GPAR_TAP_TESTS += tests/breakdown
+tests_breakdown_SOURCES = tests/breakdown.c $(GPAR_TEST_HDRS)
+tests_breakdown_LDADD = libgpar.la
+
+# ---------------------------------------------------------------- api (core/api/)
+# badinput: each invalid call returns its exact status with a new message, enqueues nothing and
+# leaves the engine working, on every device.
+GPAR_TAP_TESTS += tests/badinput
+tests_badinput_SOURCES = tests/badinput.c $(GPAR_TEST_HDRS)
+tests_badinput_LDADD = libgpar.la
+# host_gemm: sgemm and dgemm on the CPU device and GPAR_HOST buffers against a triple loop
+# (sizes, transposes, alpha/beta, leading dimensions, offsets); bytes outside C untouched.
+GPAR_TAP_TESTS += tests/host_gemm
+tests_host_gemm_SOURCES = tests/host_gemm.c $(GPAR_TEST_HDRS)
+tests_host_gemm_LDADD = libgpar.la -lm
+# conformance: one body on every device of every backend: transfers in every direction and
+# pair, fills, GEMMs against a reference, cross-lane and cross-device order, injected faults.
+GPAR_TAP_TESTS += tests/conformance
+tests_conformance_SOURCES = tests/conformance.c $(GPAR_TEST_HDRS)
+tests_conformance_LDADD = libgpar.la -lm
+# blas_rules: alpha == 0 or k == 0 reads neither A nor B (C = beta * C), beta == 0 makes C
+# write-only, rows past m untouched, on every device.
+GPAR_TAP_TESTS += tests/blas_rules
+tests_blas_rules_SOURCES = tests/blas_rules.c $(GPAR_TEST_HDRS)
+tests_blas_rules_LDADD = libgpar.la
+
+# ---------------------------------------------------------------- graph (core/graph/)
+# graph: a recorded sequence replayed equals it run eagerly, on every device and across devices;
+# failures inside a launch and from failed inputs reach what they reach eagerly.
 GPAR_TAP_TESTS += tests/graph
 tests_graph_SOURCES = tests/graph.c $(GPAR_TEST_HDRS)
 tests_graph_LDADD = libgpar.la -lm
 
-# GPAR_HOST memory with every backend open (issue 12): each way of providing pinned memory.
+# ---------------------------------------------------------------- comm (core/comm/)
+# comm: every collective, type and reduction on host + PoCL device sets against a sequential
+# reference; program and issue order; MAX/MIN with NaN; failures reach the written buffers.
+GPAR_TAP_TESTS += tests/comm
+tests_comm_SOURCES = tests/comm.c tests/comm_ref.h $(GPAR_TEST_HDRS)
+tests_comm_LDADD = libgpar.la -lm
+
+# ---------------------------------------------------------------- backends (backends/)
+# backend_status: an absent device is not an error: quiet unless named, the reason kept by
+# gpar_backend_status, device counts that add up.
+GPAR_TAP_TESTS += tests/backend_status
+tests_backend_status_SOURCES = tests/backend_status.c $(GPAR_TEST_HDRS)
+tests_backend_status_LDADD = libgpar.la
+# pinned_mix: GPAR_HOST memory with every backend open, for each way of providing it (who
+# allocates, who registers), copies between GPAR_HOST and every device.
 GPAR_TAP_TESTS += tests/pinned_mix
 tests_pinned_mix_SOURCES = tests/pinned_mix.c $(GPAR_TEST_HDRS)
 tests_pinned_mix_LDADD = libgpar.la
+# cuda_gemm_lt: CUDA GEMMs through cached cublasLt plans equal cublasSgemm/Dgemm and a double
+# reference (transposes, odd lds, offsets, TF32, more shapes than the cache). Skips without CUDA.
+GPAR_TAP_TESTS += tests/cuda_gemm_lt
+tests_cuda_gemm_lt_SOURCES = tests/cuda_gemm_lt.c $(GPAR_TEST_HDRS)
+tests_cuda_gemm_lt_LDADD = libgpar.la -lm
+# cuda_nccl_abort: a stuck NCCL collective is aborted after GPAR_COMM_TIMEOUT (2 s in the test)
+# and fails with GPAR_ETIMEDOUT. Two CUDA devices and NCCL (GPAR_TEST_HAVE_NCCL: the build has
+# NCCL); skips without them.
+GPAR_TAP_TESTS += tests/cuda_nccl_abort
+tests_cuda_nccl_abort_SOURCES = tests/cuda_nccl_abort.c $(GPAR_TEST_HDRS)
+tests_cuda_nccl_abort_LDADD = libgpar.la
+if HAVE_NCCL
+tests_cuda_nccl_abort_CPPFLAGS = $(AM_CPPFLAGS) -DGPAR_TEST_HAVE_NCCL=1
+else
+# Defined in both branches: automake gives the program its own objects either way, and without
+# this they would compile without AM_CPPFLAGS (no -I include) in every build without NCCL.
+tests_cuda_nccl_abort_CPPFLAGS = $(AM_CPPFLAGS)
+endif
 
-# oom fills whole GPUs, so under `make -j check` it runs alone: after every other test and
-# before the benchmarks. It goes through a generated .tap wrapper, whose .log comes from a
-# suffix rule that may carry dependencies (as tests/bench/*.tap do).
+# ---------------------------------------------------------------- lifetimes and reliability
+# shutdown: gpar_shutdown racing work still arriving: nested submissions drained before
+# anything is freed, a submitting thread sees GPAR_OK or GPAR_ESHUTDOWN. Under TSan in .ci/run.
+GPAR_TAP_TESTS += tests/shutdown
+tests_shutdown_SOURCES = tests/shutdown.c $(GPAR_TEST_HDRS)
+tests_shutdown_LDADD = libgpar.la
+# graph_lifetime: stale, foreign and destroyed graph handles refused forever; destroy waits for
+# the launches in flight. The three lifetime tests pass under ASan and TSan too (.ci/run).
+GPAR_TAP_TESTS += tests/graph_lifetime
+tests_graph_lifetime_SOURCES = tests/graph_lifetime.c $(GPAR_TEST_HDRS)
+tests_graph_lifetime_LDADD = libgpar.la
+# comm_lifetime: destroyed communicator handles refused forever, destroy from inside an op
+# refused (GPAR_EDEADLK), communicators left at shutdown reclaimed.
+GPAR_TAP_TESTS += tests/comm_lifetime
+tests_comm_lifetime_SOURCES = tests/comm_lifetime.c tests/comm_transport.h $(GPAR_TEST_HDRS)
+tests_comm_lifetime_LDADD = libgpar.la
+# lifetime_races: collectives and check-only calls racing gpar_comm_destroy and gpar_shutdown.
+GPAR_TAP_TESTS += tests/lifetime_races
+tests_lifetime_races_SOURCES = tests/lifetime_races.c tests/comm_transport.h $(GPAR_TEST_HDRS)
+tests_lifetime_races_LDADD = libgpar.la
+# engine_cycles: memory stays flat over many engine lifetimes that each ran an OpenCL GEMM
+# (CLBlast's program cache); GPAR_CYCLES=1000 for the full run. Skips without OpenCL.
+GPAR_TAP_TESTS += tests/engine_cycles
+tests_engine_cycles_SOURCES = tests/engine_cycles.c $(GPAR_TEST_HDRS)
+tests_engine_cycles_LDADD = libgpar.la
+# faults: every gpar_fault_inject kind at positions 1-3 of a chain, on every device and on
+# copies between device pairs: where the status lands.
+GPAR_TAP_TESTS += tests/faults
+tests_faults_SOURCES = tests/faults.c $(GPAR_TEST_HDRS)
+tests_faults_LDADD = libgpar.la
+# stress: 8 threads submit, wait and release at random on every device; contents equal a
+# sequential replay of each thread's log.
+GPAR_TAP_TESTS += tests/stress
+tests_stress_SOURCES = tests/stress.c $(GPAR_TEST_HDRS)
+tests_stress_LDADD = libgpar.la
+# soak: 1M+ ops of random small DAGs on the CPU device with flat RSS and no growth in pools,
+# events or buffers; smaller soaks per GPU and OpenCL device.
+GPAR_TAP_TESTS += tests/soak
+tests_soak_SOURCES = tests/soak.c $(GPAR_TEST_HDRS)
+tests_soak_LDADD = libgpar.la
+# oom: real out-of-memory (device buffers past a device's memory, GPUs filled, every device under
+# an RLIMIT_AS cap, the pinned pool at its limit) fails cleanly and the engine goes on. It fills
+# whole GPUs, so under `make -j check` it runs alone: after every other program, before the
+# benchmarks, through a generated .tap wrapper.
 check_PROGRAMS += tests/oom
 TESTS += tests/oom.tap
 CLEANFILES += tests/oom.tap
@@ -56,45 +177,75 @@ tests_oom_LDADD = libgpar.la
 tests/oom.tap: Makefile
 	$(AM_V_GEN)$(MKDIR_P) tests && echo '#!/bin/sh' > $@ && echo 'exec ./tests/oom "$$@"' >> $@
 tests/oom.log: $(GPAR_TAP_TESTS:=.log)
-tests/bench/multi_device.log: tests/oom.log
-# Valgrind memcheck over a subset (called from .ci/run: tests/valgrind.sh BUILDDIR).
+# valgrind.sh BUILDDIR (from .ci/run): memcheck over engine, badinput, dag and faults.
 EXTRA_DIST += tests/valgrind.sh
-
-# The API fuzzer (issue 16): tests/fuzz/api_fuzz.c, built by tests/fuzz/run.sh with clang's
-# libFuzzer + ASan + UBSan against the library sources, replays tests/fuzz/corpus and fuzzes
-# FUZZ_SECONDS per backend set (host; host + OpenCL when built). Says so when clang cannot.
+# make fuzz: the API fuzzer (tests/fuzz/api_fuzz.c, libFuzzer + ASan + UBSan against the
+# library sources, built by tests/fuzz/run.sh) replays tests/fuzz/corpus and fuzzes FUZZ_SECONDS
+# per backend set (host; host + OpenCL when built); it says so when clang cannot.
 FUZZ_SECONDS = 600
 fuzz:
 	$(SHELL) $(top_srcdir)/tests/fuzz/run.sh $(top_srcdir) tests/fuzz $(FUZZ_SECONDS)
 .PHONY: fuzz
 EXTRA_DIST += tests/fuzz/run.sh tests/fuzz/api_fuzz.c tests/fuzz/corpus tests/fuzz/replay.sh tests/fuzz/replay_main.c \
 	tests/fuzz/sources.sh tests/fuzz/found
-# Collectives on one process (issue 15): host + PoCL device sets against a reference.
-GPAR_TAP_TESTS += tests/comm
-tests_comm_SOURCES = tests/comm.c tests/comm_ref.h $(GPAR_TEST_HDRS)
-tests_comm_LDADD = libgpar.la -lm
 
-# libgpar_mpi across ranks (issues 15, 21): mpirun -np 2 and -np 3 on this host (tests/mpi/run.sh,
-# which also passes the sanitizer suppressions of tests/lsan.supp and tests/tsan.supp to the
-# ranks); they skip when MPI is not built. nccl-np*.tap need CUDA GPUs (they skip without them).
-TESTS += tests/mpi/np2.tap tests/mpi/np3.tap tests/mpi/faults-np2.tap tests/mpi/faults-np3.tap \
-	tests/mpi/nccl-np1.tap tests/mpi/nccl-np2.tap
-EXTRA_DIST += tests/mpi/run.sh tests/mpi/np2.tap tests/mpi/np3.tap tests/mpi/comm_mpi.c \
-	tests/mpi/faults-np2.tap tests/mpi/faults-np3.tap tests/mpi/faults_mpi.c \
-	tests/mpi/nccl-np1.tap tests/mpi/nccl-np2.tap tests/mpi/nccl_mpi.c tests/mpi/run-gpu.sh tests/tsan.supp
-if HAVE_MPI
-check_PROGRAMS += tests/mpi/comm_mpi tests/mpi/faults_mpi tests/mpi/nccl_mpi
-tests_mpi_comm_mpi_SOURCES = tests/mpi/comm_mpi.c tests/comm_ref.h $(GPAR_TEST_HDRS)
-tests_mpi_comm_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
-tests_mpi_comm_mpi_LDADD = libgpar_mpi.la libgpar.la $(MPI_LIBS) -lm
-tests_mpi_faults_mpi_SOURCES = tests/mpi/faults_mpi.c $(GPAR_TEST_HDRS)
-tests_mpi_faults_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
-tests_mpi_faults_mpi_LDADD = libgpar_mpi.la libgpar.la $(MPI_LIBS)
-tests_mpi_nccl_mpi_SOURCES = tests/mpi/nccl_mpi.c $(GPAR_TEST_HDRS)
-tests_mpi_nccl_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
-tests_mpi_nccl_mpi_LDADD = libgpar_mpi.la libgpar.la $(MPI_LIBS)
-endif
-# CUDA GEMMs through cached cublasLt plans vs cublasSgemm/Dgemm (issue 11); skips without a CUDA device.
-GPAR_TAP_TESTS += tests/cuda_gemm_lt
-tests_cuda_gemm_lt_SOURCES = tests/cuda_gemm_lt.c $(GPAR_TEST_HDRS)
-tests_cuda_gemm_lt_LDADD = libgpar.la -lm
+# ---------------------------------------------------------------- conventions
+# layers: core/ in layers: includes, symbols (nm over the built objects), an engine that names
+# no kind of op (tests/layers.sh says what it checks).
+TESTS += tests/layers.tap
+CLEANFILES += tests/layers.tap
+EXTRA_DIST += tests/layers.sh
+tests/layers.tap: Makefile
+	$(AM_V_GEN)$(MKDIR_P) tests && echo '#!/bin/sh' > $@ && \
+	  echo 'exec $(SHELL) "$(abs_top_srcdir)/tests/layers.sh" "$(abs_top_srcdir)" "$(abs_top_builddir)"' >> $@
+# installed_header: gpar.h as installed compiles cleanly as C99, C11 and C++ (-Wall -Wextra
+# -pedantic -Werror), through a wrapper that hands the script configure's C compiler.
+TESTS += tests/installed_header.tap
+CLEANFILES += tests/installed_header.tap
+EXTRA_DIST += tests/installed-header.sh
+tests/installed_header.tap: Makefile
+	$(AM_V_GEN)$(MKDIR_P) tests && echo '#!/bin/sh' > $@ && \
+	  echo 'CC="$(CC)" exec $(SHELL) "$(abs_top_srcdir)/tests/installed-header.sh" "$(abs_top_srcdir)/include"' >> $@
+# configure-with-cuda.sh (from .ci/run: it runs configure a few times): --with-cuda=DIR takes
+# the toolkit from DIR only. static-link.sh (from .ci/run): `pkg-config --static --libs gpar`
+# links a program against an installed libgpar.a.
+EXTRA_DIST += tests/configure-with-cuda.sh tests/static-link.sh
+
+# ---------------------------------------------------------------- benchmarks (last, alone)
+# The chapter's two experiments, small here and full size in `make bench` (tools/local.mk):
+# multi_device (SGEMM loops on every device of one backend and type, alone and all at once:
+# results checked, timing bounded on GPUs only) and copy_overlap (results copied to pinned host
+# memory while later GEMMs run). sweep.tap: a tiny gpar-bench sweep on CPU devices (records,
+# chart, report; no timings). overhead.tap: gpar-bench overhead's records and refusals.
+# engine_ab.tap: the before/after machinery of bench/engine-gpu.sh, engine-table.py and
+# overhead-ab.py on the host group. No timing is asserted on CPUs.
+BENCH_TESTS = tests/bench/multi_device tests/bench/copy_overlap
+check_PROGRAMS += $(BENCH_TESTS)
+TESTS += tests/bench/multi_device.tap tests/bench/copy_overlap.tap tests/bench/sweep.tap \
+	tests/bench/overhead.tap tests/bench/engine_ab.tap
+EXTRA_DIST += tests/bench/multi_device.tap tests/bench/copy_overlap.tap tests/bench/sweep.tap \
+	tests/bench/overhead.tap tests/bench/engine_ab.tap
+tests_bench_multi_device_SOURCES = tests/bench/multi_device.c
+tests_bench_multi_device_LDADD = libgpar.la
+tests_bench_copy_overlap_SOURCES = tests/bench/copy_overlap.c
+tests_bench_copy_overlap_LDADD = libgpar.la
+# The timing tests run alone, after every other test, so no other test shares their devices
+# under `make -j check` (automake orders tests by dependencies between their .log files).
+tests/bench/multi_device.log: $(GPAR_TAP_TESTS:=.log) tests/bench/sweep.log tests/bench/overhead.log \
+	tests/bench/engine_ab.log
+tests/bench/multi_device.log: tests/oom.log
+tests/bench/copy_overlap.log: tests/bench/multi_device.log
+tests/bench/sweep.log: tools/gpar-bench$(EXEEXT) tools/gpar-info$(EXEEXT)
+tests/bench/overhead.log: tools/gpar-bench$(EXEEXT)
+tests/bench/engine_ab.log: tools/gpar-bench$(EXEEXT)
+clean-local: clean-sweep-test
+clean-sweep-test:
+	rm -rf tests/bench/sweep.d tests/bench/overhead.d tests/bench/engine_ab.d
+.PHONY: clean-sweep-test
+
+# ---------------------------------------------------------------- tests being added
+# Kept empty for the tests other work is adding (kernels, BLAS calls, array ops): each joins
+# GPAR_TAP_TESTS in the group of the layer it guards above, or here until it has one, with a
+# line on what it guards. GPAR_TAP_TESTS programs run before oom and the benchmarks.
+
+# ---------------------------------------------------------------- end of tests being added

@@ -1,5 +1,6 @@
-# tools/local.mk: gpar-info and gpar-bench, the benchmark TAP tests (tests/bench/) and
-# `make bench`, which runs the chapter's experiments at full size.
+# tools/local.mk: gpar-info, gpar-bench and gpar-bench-mpi, their man pages, and `make bench`,
+# which runs the chapter's experiments at full size (their TAP tests, tests/bench/, are listed in
+# tests/local.mk with the other tests).
 
 bin_PROGRAMS += tools/gpar-info tools/gpar-bench
 
@@ -80,23 +81,6 @@ man/gpar-info.1: $(top_srcdir)/tools/gpar-info.c $(top_srcdir)/man/gpar-info.h2m
 	$(AM_V_GEN)$(MKDIR_P) man && $(GPAR_MKMAN) tools/gpar-info$(EXEEXT) $@ "list libgpar's devices and their peer access" \
 		$(top_srcdir)/man/gpar-info.h2m
 
-# The chapter's two experiments as TAP tests: small in `make check`, full size in `make bench`.
-# They run through tests/bench/*.tap wrappers so their .log files come from a suffix rule, which
-# lets the dependencies at the end of this file order them after every other test.
-BENCH_TESTS = tests/bench/multi_device tests/bench/copy_overlap
-check_PROGRAMS += $(BENCH_TESTS)
-TESTS += tests/bench/multi_device.tap tests/bench/copy_overlap.tap tests/bench/sweep.tap \
-	tests/bench/overhead.tap tests/bench/engine_ab.tap
-EXTRA_DIST += tests/bench/multi_device.tap tests/bench/copy_overlap.tap tests/bench/sweep.tap \
-	tests/bench/overhead.tap tests/bench/engine_ab.tap
-TEST_EXTENSIONS = .tap
-TAP_LOG_DRIVER = $(LOG_DRIVER)
-TAP_LOG_COMPILER = $(SHELL)
-tests_bench_multi_device_SOURCES = tests/bench/multi_device.c
-tests_bench_multi_device_LDADD = libgpar.la
-tests_bench_copy_overlap_SOURCES = tests/bench/copy_overlap.c
-tests_bench_copy_overlap_LDADD = libgpar.la
-
 # make bench: the TAP tests at full size (GPU: 4000^3 x 50), then gpar-bench's multi-device and
 # copy-overlap with the raw baseline and an SVG timeline of the overlap, then the report for this
 # machine: a sweep over op sizes of every device group of every backend (SWEEP_FLAGS, e.g.
@@ -129,24 +113,7 @@ clean-bench-report:
 	rm -rf bench-report
 .PHONY: clean-bench-report
 
-# The timing tests run alone, after every other test, so no other test shares their devices
-# under `make -j check` (automake orders tests by dependencies between their .log files).
-tests/bench/multi_device.log: $(GPAR_TAP_TESTS:=.log) tests/bench/sweep.log tests/bench/overhead.log \
-	tests/bench/engine_ab.log
-# sweep.tap: a tiny sweep on CPU devices (checks the records, the chart and the report; no timings).
-tests/bench/sweep.log: tools/gpar-bench$(EXEEXT) tools/gpar-info$(EXEEXT)
-# overhead.tap: gpar-bench overhead's records and its refusals; engine_ab.tap: the before/after
-# machinery of bench/engine-gpu.sh, engine-table.py and overhead-ab.py on the host group (no
-# timings asserted by either).
-tests/bench/overhead.log: tools/gpar-bench$(EXEEXT)
-tests/bench/engine_ab.log: tools/gpar-bench$(EXEEXT)
-clean-local: clean-sweep-test
-clean-sweep-test:
-	rm -rf tests/bench/sweep.d tests/bench/overhead.d tests/bench/engine_ab.d
-.PHONY: clean-sweep-test
-tests/bench/copy_overlap.log: tests/bench/multi_device.log
-
-# gpar-bench-mpi: allreduce across MPI ranks (issue 15), libgpar_mpi next to MPI_Allreduce (host)
+# gpar-bench-mpi: allreduce across MPI ranks, libgpar_mpi next to MPI_Allreduce (host)
 # or a raw ncclAllReduce loop across ranks (cuda).
 EXTRA_DIST += tools/bench_mpi.c tools/raw_nccl_mpi.c
 if HAVE_MPI
