@@ -223,4 +223,8 @@ GPAR__HIDDEN void gpar__set_error_msg(int status, const char *msg);
 /* Quiet diagnostics (gpar_config.quiet). */
 GPAR__HIDDEN void gpar__set_quiet(int quiet);
 
+/* The clock (core/clock.c, the bottom of core/ too): seconds on the monotonic clock, the one
+ * behind gpar_now; for timestamps, spins, timeouts and watchdogs. */
+GPAR__HIDDEN double gpar__now(void);
+
 #endif

@@ -4,13 +4,6 @@
 #include <gpar.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
-
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 int main(int argc, char **argv) {
   int n = argc > 1 ? atoi(argv[1]) : 256, iters = argc > 2 ? atoi(argv[2]) : 10;
@@ -30,20 +23,20 @@ int main(int argc, char **argv) {
     gpar_buffer_create(eng, d, bytes, &out[i]);
   }
   /* Experiment 1: the same run(x) on every device, submitted from one thread, one wait. */
-  double t = now();
+  double t = gpar_now();
   for (int i = 0; i < iters; i++)
     for (int k = 0; k < ndev && k < 16; k++)
       gpar_sgemm(GPAR_NO_TRANS, GPAR_NO_TRANS, n, n, n, 1.0f, x[k], 0, n, x[k], 0, n, 0.0f, y[k], 0, n);
   int st = gpar_wait_all(eng);
-  printf("run(x) on all %d devices: %.4f sec (%s)\n", ndev, now() - t, gpar_strerror(st));
+  printf("run(x) on all %d devices: %.4f sec (%s)\n", ndev, gpar_now() - t, gpar_strerror(st));
   /* Experiment 2: each result is copied to the host as soon as its GEMM is done; the copy
    * lane runs beside the compute lane, so only the last copy adds to the time. */
-  t = now();
+  t = gpar_now();
   for (int i = 0; i < iters && i < 64; i++) {
     gpar_sgemm(GPAR_NO_TRANS, GPAR_NO_TRANS, n, n, n, 1.0f, x[d], 0, n, x[d], 0, n, 0.0f, out[i], 0, n);
     gpar_copy(host[i], 0, out[i], 0, bytes);
   }
   st = gpar_wait_all(eng);
-  printf("run and copy to CPU on device %d: %.4f sec (%s)\n", d, now() - t, gpar_strerror(st));
+  printf("run and copy to CPU on device %d: %.4f sec (%s)\n", d, gpar_now() - t, gpar_strerror(st));
   return gpar_shutdown(eng) ? 1 : 0;
 }

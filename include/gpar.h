@@ -68,6 +68,10 @@ GPAR_API const char *gpar_status_name(int status);
  * error names, the failure a wait reported); "" when none. Valid until the thread's next call. */
 GPAR_API const char *gpar_last_error(void);
 
+/* Seconds on the monotonic clock libgpar uses for traces, timeouts and benchmarks (an arbitrary
+ * origin: subtract two readings). Thread-safe; needs no engine. */
+GPAR_API double gpar_now(void);
+
 /* An engine: devices, buffers and the dependency tracker. Opaque: a gpar_engine pointer is a
  * handle, not an address, and the process never hands out the same one twice, so a shut-down
  * engine's handle stays refused (GPAR_ESHUTDOWN) whatever engines come later. */

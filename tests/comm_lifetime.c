@@ -228,9 +228,9 @@ static void *shutdown_main(void *arg) {
 
 /* 1 once outside calls are refused (gpar_shutdown has begun); 0 after 10 s. */
 static int wait_closing(gpar_engine *eng) {
-  double end = tu_now() + 10;
+  double end = gpar_now() + 10;
   while (gpar_device_count(eng) != GPAR_ESHUTDOWN) {
-    if (tu_now() > end) return 0;
+    if (gpar_now() > end) return 0;
     tu_sleep_us(50);
   }
   return 1;

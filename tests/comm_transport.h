@@ -82,8 +82,8 @@ static int tt_job_run(const gpar_native *nat, void *arg) {
 
 /* Spin (yielding) until *flag or `us` microseconds pass. */
 static inline void tt_spin(atomic_int *flag, long us) {
-  double end = tu_now() + (double)us * 1e-6;
-  while (!atomic_load(flag) && tu_now() < end) sched_yield();
+  double end = gpar_now() + (double)us * 1e-6;
+  while (!atomic_load(flag) && gpar_now() < end) sched_yield();
 }
 
 static int tt_collective(void *ctx, const gpar_coll *a) {

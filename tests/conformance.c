@@ -395,7 +395,7 @@ int main(void) {
   if (ndev < 1) bail_out("no device");
   for (int d = 0; d < ndev; d++) {
     tu_devinfo info;
-    double t0 = tu_now();
+    double t0 = gpar_now();
     is_status(tu_device_info(eng, d, &info), GPAR_OK, "device_info");
     diag("device %d: %s %s (%s), %llu MB, peer mask %#llx", d, info.backend, info.name, info.vendor,
          (unsigned long long)(info.memory_bytes >> 20), (unsigned long long)info.peer_mask);
@@ -406,7 +406,7 @@ int main(void) {
     test_oom(d, &info);
     test_native(d, &info);
     is_status(gpar_wait_all(eng), GPAR_OK, "wait_all");
-    diag("device %d done in %.2f s", d, tu_now() - t0);
+    diag("device %d done in %.2f s", d, gpar_now() - t0);
   }
   gpar_stats st;
   gpar_stats_get(eng, &st);

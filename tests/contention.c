@@ -128,11 +128,11 @@ int main(void) {
     gpar_fill(ctx[t].priv, 0, sizeof(uint64_t), 0);
   }
   ok(gpar_wait_all(eng) == GPAR_OK, "buffers set up");
-  double t0 = tu_now();
+  double t0 = gpar_now();
   for (int t = 0; t < NTHREADS; t++) pthread_create(&th[t], NULL, submitter, &ctx[t]);
   for (int t = 0; t < NTHREADS; t++) pthread_join(th[t], NULL);
   int wa = gpar_wait_all(eng);
-  double dt = tu_now() - t0;
+  double dt = gpar_now() - t0;
   int bad = 0, badsub = 0;
   for (int t = 0; t < NTHREADS; t++) {
     badsub += ctx[t].bad_submits;

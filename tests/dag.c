@@ -263,7 +263,7 @@ static void run_mode(const char *mode, int synchronous, int multi, uint64_t base
   gpar_engine *eng = tu_engine(multi ? 0 : GPAR_BACKEND_HOST, 4, synchronous);
   int cpu = gpar_device_find(eng, GPAR_BACKEND_HOST, GPAR_DEVICE_CPU, 0);
   int total_ok = 0, nops = 0, ndev = multi ? gpar_device_count(eng) : 0;
-  double t0 = tu_now();
+  double t0 = gpar_now();
   if (cpu < 0) bail_out("no CPU device");
   if (multi && ndev < 2) {
     skip((ndagsplus(ndags, batch)), "one device only: no cross-device DAGs");
@@ -290,7 +290,7 @@ static void run_mode(const char *mode, int synchronous, int multi, uint64_t base
      (unsigned long long)s.ops_in_flight, (unsigned long long)s.ops_failed,
      (unsigned long long)s.buffers_live);
   is_status(gpar_shutdown(eng), GPAR_OK, "shutdown");
-  diag("%s: %d/%d DAGs matched, %d ops, %.2f s%s", mode, total_ok, ndags, nops, tu_now() - t0,
+  diag("%s: %d/%d DAGs matched, %d ops, %.2f s%s", mode, total_ok, ndags, nops, gpar_now() - t0,
        multi ? " (buffers on every device)" : "");
 }
 

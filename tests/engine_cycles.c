@@ -124,10 +124,10 @@ int main(void) {
   plan(6);
   diag("%d cycles per phase (GPAR_CYCLES), %d warm-up", n, warm);
 
-  double t0 = tu_now();
+  double t0 = gpar_now();
   int r = cycles(n, warm, &base, &end, why, sizeof why);
   ok(r, "alone: %d cycles of init, sgemm %dx%dx%d on OpenCL, shutdown (%.1f ms each) %s", n, DIM, DIM, DIM,
-     (tu_now() - t0) * 1e3 / n, why);
+     (gpar_now() - t0) * 1e3 / n, why);
   flat(r, end - base, "alone: resident memory flat: %.1f MB after %d cycles, %.1f MB at the end (%+.2f MB)", base, warm,
        end, end - base);
 
@@ -136,11 +136,11 @@ int main(void) {
   int adev = gpar_device_find(anchor, GPAR_BACKEND_OPENCL, -1, 0);
   int st = one_gemm(anchor, adev, why, sizeof why);
   ok(st == GPAR_OK, "a long-lived engine runs its sgemm %s", why);
-  t0 = tu_now();
+  t0 = gpar_now();
   r = cycles(n, warm, &base, &end, why, sizeof why);
   flat(r, end - base,
        "beside it: %d cycles (%.1f ms each), resident memory %.1f MB after %d, %.1f MB at the end (%+.2f MB) %s", n,
-       (tu_now() - t0) * 1e3 / n, base, warm, end, end - base, why);
+       (gpar_now() - t0) * 1e3 / n, base, warm, end, end - base, why);
   st = one_gemm(anchor, adev, why, sizeof why);
   ok(st == GPAR_OK, "the long-lived engine's sgemm still works afterwards %s", why);
   ok(gpar_shutdown(anchor) == GPAR_OK, "its shutdown");

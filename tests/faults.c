@@ -641,7 +641,7 @@ int main(void) {
   is_status(gpar_fault_inject(eng, "nonsense", 1), GPAR_EINVAL, "unknown fault kind refused");
   is_status(gpar_fault_inject(eng, NULL, 1), GPAR_EINVAL, "NULL fault kind refused");
   for (int d = 0; d < ndev; d++) {
-    double t0 = tu_now();
+    double t0 = gpar_now();
     int events = infos[d].backend_id != GPAR_BACKEND_HOST;
     diag("device %d: %s %s", d, infos[d].backend, infos[d].name);
     for (int n = 1; n <= 3; n++) {
@@ -667,7 +667,7 @@ int main(void) {
     }
     pinned_read_case(d);
     user_error_case(d);
-    diag("device %d done in %.2f s", d, tu_now() - t0);
+    diag("device %d done in %.2f s", d, gpar_now() - t0);
   }
   env_case();
   gpar_stats s1;

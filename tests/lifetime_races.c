@@ -176,8 +176,8 @@ static void test_check_ordered(int which) {
   c.once = 1;
   pthread_t th;
   if (pthread_create(&th, NULL, checker_main, &c)) bail_out("pthread_create");
-  double end = tu_now() + 10;
-  while (!atomic_load_explicit(&c.done, memory_order_relaxed) && tu_now() < end) tu_sleep_us(50);
+  double end = gpar_now() + 10;
+  while (!atomic_load_explicit(&c.done, memory_order_relaxed) && gpar_now() < end) tu_sleep_us(50);
   int sd = gpar_shutdown(c.eng);
   pthread_join(th, NULL);
   ok(c.st == GPAR_OK && sd == GPAR_OK, "%s, then gpar_shutdown: %s, %s", check_names[which], gpar_status_name(c.st),
@@ -232,8 +232,8 @@ static void *reader_main(void *arg) {
 
 static void *releaser_main(void *arg) {
   reader *r = arg;
-  double end = tu_now() + 10;
-  while (gpar_device_count(r->eng) != GPAR_ESHUTDOWN && tu_now() < end) tu_sleep_us(50);
+  double end = gpar_now() + 10;
+  while (gpar_device_count(r->eng) != GPAR_ESHUTDOWN && gpar_now() < end) tu_sleep_us(50);
   atomic_store(&r->release, 1);
   return NULL;
 }
@@ -263,8 +263,8 @@ static void test_shutdown_waits_reader(void) {
   if (st != GPAR_OK) bail_out("set-up");
   pthread_t rt, lt;
   if (pthread_create(&rt, NULL, reader_main, &r)) bail_out("pthread_create");
-  double end = tu_now() + 10; /* inside: its first chunk is submitted */
-  while (gpar_stats_get(r.eng, &s1) == GPAR_OK && s1.ops_submitted == s0.ops_submitted && tu_now() < end) tu_sleep_us(50);
+  double end = gpar_now() + 10; /* inside: its first chunk is submitted */
+  while (gpar_stats_get(r.eng, &s1) == GPAR_OK && s1.ops_submitted == s0.ops_submitted && gpar_now() < end) tu_sleep_us(50);
   if (pthread_create(&lt, NULL, releaser_main, &r)) bail_out("pthread_create");
   int sd = gpar_shutdown(r.eng);
   int whole = tu_all_bytes(r.dst, r.bytes, 0x5a); /* before the reader is joined */

@@ -27,6 +27,13 @@ AM_TESTS_ENVIRONMENT = POCL_DEVICES="$${POCL_DEVICES-pthread pthread}"; export P
 # Sanitizer suppressions (vendor libraries only), read by .ci/run and tests/mpi/run.sh.
 EXTRA_DIST += tests/lsan.supp tests/tsan.supp
 
+# ---------------------------------------------------------------- base (core/backend.h, error.c, clock.c)
+# clock: gpar_now is the monotonic clock in seconds (bracketed by CLOCK_MONOTONIC readings),
+# without an engine, never going back in one thread or in four at once.
+GPAR_TAP_TESTS += tests/clock
+tests_clock_SOURCES = tests/clock.c $(GPAR_TEST_HDRS)
+tests_clock_LDADD = libgpar.la
+
 # ---------------------------------------------------------------- engine (core/engine/)
 # engine: RAW/WAR/WAW order, concurrent readers, deferred release, failure propagation, waits
 # inside ops, shutdown with pending work, synchronous mode, counters (CPU device, gpar_submit).

@@ -90,7 +90,7 @@ static void fill_gpu(int d, const tu_devinfo *info) {
   gpar_buffer *b = calloc(cap, sizeof *b);
   int n, where;
   char msg[256];
-  double t0 = tu_now();
+  double t0 = gpar_now();
   gpar_stats s0;
   gpar_stats_get(eng, &s0);
   int fail = fill_until_fail(eng, d, GIB, cap, b, &n, &where, msg, sizeof msg);
@@ -123,7 +123,7 @@ static void fill_gpu(int d, const tu_devinfo *info) {
     }
   gpar_wait_all(eng);
   ok(others, "dev %d: every other device can allocate 256 MiB and work after it was filled and released", d);
-  diag("  dev %d: filled and released in %.2f s", d, tu_now() - t0);
+  diag("  dev %d: filled and released in %.2f s", d, gpar_now() - t0);
 }
 
 /* (c) real allocator failures: a child process (this program again, argument --capped) caps its

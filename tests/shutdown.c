@@ -143,7 +143,7 @@ static void test_racer(int round, uint64_t *seed) {
  * (Bail out! timeout) and with it passes. */
 static void test_close_race(int rounds, uint64_t *seed) {
   long accepted = 0, ran_total = 0, bad = 0;
-  double t0 = tu_now();
+  double t0 = gpar_now();
   for (int i = 0; i < rounds; i++) {
     racer r;
     memset(&r, 0, sizeof r);
@@ -161,7 +161,7 @@ static void test_close_race(int rounds, uint64_t *seed) {
     ran_total += atomic_load(&ran);
   }
   ok(bad == 0, "%d lifetimes shut down under a submitting thread: none hung, %ld bad, %ld ops accepted and %ld ran "
-     "(%.1f s)", rounds, bad, accepted, ran_total, tu_now() - t0);
+     "(%.1f s)", rounds, bad, accepted, ran_total, gpar_now() - t0);
 }
 
 int main(void) {

@@ -172,7 +172,7 @@ static void cpu_soak_run(unsigned long total) {
   for (int i = 0; i < NBUF; i++) cs_create(&s, i);
   unsigned long warm = total / 20 > 20000 ? total / 20 : 20000;
   if (warm > total) warm = total;
-  double t0 = tu_now();
+  double t0 = gpar_now();
   is_status(high_water(s.eng, s.cpu, 2 * WINDOW + 2 * NBUF), GPAR_OK, "cpu soak: high-water burst behind a gate");
   while (s.ops < warm) cs_step(&s);
   is_status(gpar_wait_all(s.eng), GPAR_OK, "cpu soak: warm-up");
@@ -180,13 +180,13 @@ static void cpu_soak_run(unsigned long total) {
   gpar_stats_get(s.eng, &a);
   const char *what;
   size_t rss0 = rss_bytes(), m0 = mem_metric(&what);
-  double t1 = tu_now();
+  double t1 = gpar_now();
   diag("cpu soak: RSS at start (after %lu warm-up ops): %.1f MiB; pinned pool %.2f MiB, events %llu, buffers %llu",
        warm, rss0 / MIB, a.pinned_bytes_pool / MIB, (unsigned long long)a.events_live,
        (unsigned long long)a.buffers_live);
   while (s.ops < total && s.fails < 1) cs_step(&s);
   is_status(gpar_wait_all(s.eng), GPAR_OK, "cpu soak: final wait_all");
-  double t2 = tu_now();
+  double t2 = gpar_now();
   for (int i = 0; i < NBUF; i++) cs_check(&s, i);
   ok(s.fails == 0, "cpu soak: %lu ops (%lu creates, %lu releases), every call succeeded, %lu content checks exact",
      s.ops, s.creates, s.releases, s.checks);
@@ -300,7 +300,7 @@ static void dev_soak_run(gpar_engine *eng, int dev, unsigned long total) {
   gpar_stats z, a, b;
   gpar_wait_all(eng);
   gpar_stats_get(eng, &z);
-  double t0 = tu_now();
+  double t0 = gpar_now();
   for (int i = 0; i < DNB; i++) ds_create(&s, i);
   for (int i = 0; i < DNH; i++) {
     if (gpar_buffer_create(eng, GPAR_HOST, DSZ, &s.h[i])) bail_out("GPAR_HOST buffer");
@@ -365,7 +365,7 @@ static void dev_soak_run(gpar_engine *eng, int dev, unsigned long total) {
      (unsigned long long)z.events_live, (unsigned long long)b.events_live, (unsigned long long)z.buffers_live,
      (unsigned long long)b.buffers_live);
   diag("dev %d soak: %.2f s; RSS %.1f -> %.1f MiB (%+.2f MiB, not asserted: vendor runtimes cache)", dev,
-       tu_now() - t0, rss0 / MIB, rss1 / MIB, ((double)rss1 - (double)rss0) / MIB);
+       gpar_now() - t0, rss0 / MIB, rss1 / MIB, ((double)rss1 - (double)rss0) / MIB);
 }
 
 int main(void) {

@@ -375,7 +375,7 @@ int main(void) {
   sc2_mem = gpar_buffer_host_ptr(SC2);
   is_status(gpar_wait_all(eng), GPAR_OK, "shared buffers set up");
 
-  double t0 = tu_now();
+  double t0 = gpar_now();
   for (int t = 0; t < NTHREADS; t++) {
     tctx *x = &ctx[t];
     x->t = t;
@@ -388,7 +388,7 @@ int main(void) {
     if (pthread_create(&th[t], NULL, worker, x)) bail_out("pthread_create");
   }
   for (int t = 0; t < NTHREADS; t++) pthread_join(th[t], NULL);
-  double t1 = tu_now();
+  double t1 = gpar_now();
   is_status(gpar_wait_all(eng), GPAR_OK, "wait_all after the threads");
 
   /* every thread: its calls succeeded, and its buffers equal the replay of its log */

@@ -1,4 +1,4 @@
-/* testutil.h: small helpers shared by the test programs (clock, sleeps, spin-waits, a seeded
+/* testutil.h: small helpers shared by the test programs (sleeps, spin-waits, a seeded
  * RNG, engine set-up with the GPAR_TEST_EXPECT device check and a reference GEMM). Header-only, like tap.h. */
 #ifndef GPAR_TESTS_TESTUTIL_H
 #define GPAR_TESTS_TESTUTIL_H
@@ -21,11 +21,8 @@ static inline int tu_want(int argc, char **argv, const char *name) {
   return 0;
 }
 
-static inline double tu_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+/* Tests time with gpar_now, libgpar's clock; tu_now is its old name, kept for tests/mpi. */
+static inline double tu_now(void) { return gpar_now(); }
 
 static inline void tu_sleep_us(long us) {
   struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
@@ -35,9 +32,9 @@ static inline void tu_sleep_us(long us) {
 
 /* Spin (yielding) until *flag is nonzero or `secs` pass; 1 when it became nonzero. */
 static inline int tu_wait_flag(atomic_int *flag, double secs) {
-  double end = tu_now() + secs;
+  double end = gpar_now() + secs;
   while (!atomic_load(flag)) {
-    if (tu_now() > end) return 0;
+    if (gpar_now() > end) return 0;
     tu_sleep_us(50);
   }
   return 1;

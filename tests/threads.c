@@ -136,7 +136,7 @@ int main(void) {
   gpar_write(shared_s, 0, zero, sizeof zero);
   gpar_write(shared_c, 0, cvals, sizeof cvals);
   gpar_wait_all(eng);
-  double t0 = tu_now();
+  double t0 = gpar_now();
   for (int t = 0; t < NTHREADS; t++) {
     ctx[t].t = t;
     ctx[t].seed = tu_mix(seed * 31 + (uint64_t)t);
@@ -171,6 +171,6 @@ int main(void) {
   gpar_stats_get(eng, &st);
   is_int((long long)st.buffers_live, 0, "every buffer freed");
   is_status(gpar_shutdown(eng), GPAR_OK, "shutdown");
-  diag("%d threads x %d ops in %.2f s", NTHREADS, ITERS, tu_now() - t0);
+  diag("%d threads x %d ops in %.2f s", NTHREADS, ITERS, gpar_now() - t0);
   return done_testing();
 }

@@ -24,10 +24,10 @@ static int time_allreduce(gpar_comm comm, const gpar_buffer *b, int n, size_t co
   int st = GPAR_OK;
   for (int i = 0; i < 3 && st == GPAR_OK; i++) st = gpar_allreduce(comm, b, NULL, count, GPAR_FLOAT, GPAR_SUM);
   for (int d = 0; d < n && st == GPAR_OK; d++) st = gpar_wait(b[d]);
-  double t0 = bench_now();
+  double t0 = gpar_now();
   for (int i = 0; i < iters && st == GPAR_OK; i++) st = gpar_allreduce(comm, b, NULL, count, GPAR_FLOAT, GPAR_SUM);
   for (int d = 0; d < n && st == GPAR_OK; d++) st = gpar_wait(b[d]);
-  *sec = (bench_now() - t0) / iters;
+  *sec = (gpar_now() - t0) / iters;
   return st;
 }
 
@@ -155,10 +155,10 @@ static int dp_time(bench_ctx *ctx, dp_dev *dd, int n, int L, int N, int steps, g
   int reps = ctx->repeat < 64 ? ctx->repeat : 64, st = dp_step(dd, n, L, N, comm, allreduce);
   if (st == GPAR_OK) st = gpar_wait_all(ctx->eng);
   for (int r = 0; r < reps && st == GPAR_OK; r++) {
-    double t0 = bench_now();
+    double t0 = gpar_now();
     for (int s = 0; s < steps && st == GPAR_OK; s++) st = dp_step(dd, n, L, N, comm, allreduce);
     if (st == GPAR_OK) st = gpar_wait_all(ctx->eng);
-    runs[r] = (bench_now() - t0) / steps;
+    runs[r] = (gpar_now() - t0) / steps;
   }
   *sec = bench_stats(runs, reps).med;
   return st;

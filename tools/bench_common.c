@@ -1,4 +1,4 @@
-/* bench_common.c: the helpers every part of gpar-bench uses: a monotonic clock, statistics over
+/* bench_common.c: the helpers every part of gpar-bench uses (its clock is gpar_now): statistics over
  * --repeat runs and their formatting, progress and failure messages, number parsing, and the
  * matrix fill and spot check of the GEMM experiments. Calls nothing else of the tool. */
 #include <errno.h>
@@ -6,17 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "bench_common.h"
 
-/* ---- timing and statistics ---- */
-
-double bench_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+/* ---- statistics ---- */
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;

@@ -1,5 +1,5 @@
-/* bench_common.h: what the parts of gpar-bench share: options, the selected devices, timing,
- * statistics over --repeat runs, the JSON result writer and the raw-baseline lookup. Layers, top
+/* bench_common.h: what the parts of gpar-bench share: options, the selected devices, timing
+ * (gpar_now), statistics over --repeat runs, the JSON result writer and the raw-baseline lookup. Layers, top
  * down: gpar-bench.c (main) -> the subcommands (bench_exp, bench_gemm, bench_overhead,
  * bench_sweep, bench_report, bench_comm) -> bench_devices, bench_meta, bench_chart, bench_trace
  * -> bench_json -> bench_common; the raw loops (raw_*.c, raw.h) stand alone. */
@@ -62,7 +62,7 @@ typedef struct bench_ctx {
   char *json_buf;
   size_t json_len;
   int json_first;                /* no member written yet at the current nesting level */
-  double t_init;                 /* bench_now() just before gpar_init (the trace's time 0) */
+  double t_init;                 /* gpar_now() just before gpar_init (the trace's time 0) */
   double svg_from, svg_to;       /* seconds since t_init the SVG shows (0, 0: everything) */
   FILE *out;                     /* where the subcommands print their results (stdout) */
   bench_point *pt;               /* sweep: the experiments also fill this */
@@ -77,8 +77,7 @@ typedef struct bench_stat {
   int count;
 } bench_stat;
 
-/* bench_common.c. Seconds on a monotonic clock. */
-double bench_now(void);
+/* bench_common.c (times come from gpar_now, libgpar's clock). */
 bench_stat bench_stats(const double *v, int count);
 /* "0.1314 sec" or "0.1314 sec (min 0.1310, max 0.1320, 5 runs)" into buf. */
 const char *bench_fmt_stat(char *buf, size_t len, bench_stat s);

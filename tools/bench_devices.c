@@ -195,7 +195,7 @@ void bench_config(bench_ctx *ctx, gpar_config *cfg, const char *trace) {
 int bench_open(bench_ctx *ctx, const char *trace) {
   gpar_config cfg;
   bench_config(ctx, &cfg, trace);
-  ctx->t_init = bench_now();
+  ctx->t_init = gpar_now();
   int st = gpar_init(&ctx->eng, &cfg);
   if (st != GPAR_OK) return bench_fail("gpar_init", st);
   ctx->host_dev = GPAR_HOST;

@@ -65,10 +65,10 @@ int bench_time_gemm(bench_ctx *ctx, int k, double *sec) {
   if (st == GPAR_OK) st = gpar_buffer_create(ctx->eng, ctx->flat[0], (size_t)ctx->n * ctx->n * sizeof(float), &C);
   if (st == GPAR_OK) st = sgemm(ctx->n, A, B, C); /* warm-up: kernels, handles, clocks */
   if (st == GPAR_OK) st = gpar_wait_all(ctx->eng);
-  double t0 = bench_now();
+  double t0 = gpar_now();
   for (int i = 0; i < k && st == GPAR_OK; i++) st = sgemm(ctx->n, A, B, C);
   if (st == GPAR_OK) st = gpar_wait_all(ctx->eng);
-  *sec = bench_now() - t0;
+  *sec = gpar_now() - t0;
   if (st != GPAR_OK) bench_fail("calibration GEMMs", st);
   gpar_wait_all(ctx->eng);
   release(&A);
@@ -82,14 +82,14 @@ int bench_time_gemm(bench_ctx *ctx, int k, double *sec) {
 /* iters GEMMs into C on each device of devs (i-major), or one launch of their graph g, one wait. */
 static int md_run(bench_ctx *ctx, const int *devs, int nd, int iters, gpar_buffer *A,
                   gpar_buffer *B, gpar_buffer *C, gpar_graph *g, double *sec) {
-  double t0 = bench_now();
+  double t0 = gpar_now();
   int st = GPAR_OK;
   if (g && (st = gpar_graph_launch(g)) != GPAR_OK) bench_fail("gpar_graph_launch", st);
   for (int i = 0; i < iters && st == GPAR_OK && !g; i++)
     for (int j = 0; j < nd && st == GPAR_OK; j++) st = sgemm(ctx->n, A[devs[j]], B[devs[j]], C[devs[j]]);
   if (st != GPAR_OK && !g) bench_fail("gpar_sgemm", st);
   int w = gpar_wait_all(ctx->eng);
-  *sec = bench_now() - t0;
+  *sec = gpar_now() - t0;
   if (w != GPAR_OK) bench_fail("gpar_wait_all", w);
   return st != GPAR_OK ? st : w;
 }
@@ -228,9 +228,9 @@ int bench_multi_device(bench_ctx *ctx) {
   bench_progress(ctx, "multi-device: warm-up");
   if ((st = md_run(ctx, idx, N, ctx->any_gpu ? iters : 1, A, B, C, NULL, &t)) != GPAR_OK) goto out;
   if (ctx->o.graph) { /* record every loop once; the first launches capture (CUDA) */
-    double t0 = bench_now(), first;
+    double t0 = gpar_now(), first;
     if ((st = md_record(ctx, idx, N, iters, A, B, C, &gall)) != GPAR_OK) goto out;
-    double rec = bench_now() - t0;
+    double rec = gpar_now() - t0;
     if ((st = md_run(ctx, idx, N, iters, A, B, C, gall, &first)) != GPAR_OK) goto out;
     for (int d = 0; d < N; d++) {
       if ((st = md_record(ctx, &idx[d], 1, iters, A, B, C, &galone[d])) != GPAR_OK) goto out;
@@ -373,7 +373,7 @@ static int co_phase(co_state *s, int what, int iters, double *sec) {
   bench_ctx *ctx = s->ctx;
   int N = ctx->ndev, n = ctx->n, st = GPAR_OK;
   size_t bytes = (size_t)n * n * sizeof(float);
-  double t0 = bench_now();
+  double t0 = gpar_now();
   if (s->g[what] && iters == ctx->iters) {
     if ((st = gpar_graph_launch(s->g[what])) != GPAR_OK) bench_fail("gpar_graph_launch", st);
   } else {
@@ -388,7 +388,7 @@ static int co_phase(co_state *s, int what, int iters, double *sec) {
         if (st != GPAR_OK) bench_fail("gpar_read", st);
       }
   int w = gpar_wait_all(ctx->eng);
-  *sec = bench_now() - t0;
+  *sec = gpar_now() - t0;
   if (w != GPAR_OK) bench_fail("gpar_wait_all", w);
   return st != GPAR_OK ? st : w;
 }
@@ -461,11 +461,11 @@ int bench_copy_overlap(bench_ctx *ctx) {
           for (int i = 0; i < iters; i++) memset(co_host(&s, d, i), 0, bytes);
       bench_progress(ctx, "copy-overlap: run %d/%d: %s", r + 1, R, phase_name[p]);
       int what = p == 0 ? CO_RUN : p == 1 ? CO_COPY : CO_BOTH;
-      double from = bench_now() - ctx->t_init;
+      double from = gpar_now() - ctx->t_init;
       if ((st = co_phase(&s, what, iters, &t[p * R + r])) != GPAR_OK) goto out;
       if (p == 2 && r == R - 1) { /* the SVG shows the last overlapped run */
         ctx->svg_from = from;
-        ctx->svg_to = bench_now() - ctx->t_init;
+        ctx->svg_to = gpar_now() - ctx->t_init;
       }
     }
     for (int p = 0; p < 3 && raw_ok; p++) {

@@ -34,12 +34,12 @@ static int gemm_device(bench_ctx *ctx, int d, double *t, gemm_raw *rw, int nraw)
   for (int r = -1; r < R && st == GPAR_OK; r++) {
     int kk = r < 0 ? (ctx->any_gpu ? iters : 1) : iters;
     if (r >= 0) bench_progress(ctx, "gemm: %s run %d/%d", ctx->label[d], r + 1, R);
-    double t0 = bench_now();
+    double t0 = gpar_now();
     for (int i = 0; i < kk && st == GPAR_OK; i++)
       st = gpar_sgemm(GPAR_NO_TRANS, GPAR_NO_TRANS, n, n, n, 1.0f, a, 0, n, b, 0, n, 0.0f, c, 0, n);
     if (st != GPAR_OK) bench_fail("gpar_sgemm", st);
     int w = gpar_wait_all(ctx->eng);
-    if (r >= 0) t[r] = bench_now() - t0;
+    if (r >= 0) t[r] = gpar_now() - t0;
     if (w != GPAR_OK && st == GPAR_OK) st = bench_fail("gpar_wait_all", w);
     for (int k = 0; k < nraw && r >= 0 && st == GPAR_OK; k++) {
       if (!rw[k].ok) continue;

@@ -9,16 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "gpar_mpi.h"
 #include "raw_nccl.h"
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Slowest rank's seconds per call. */
 static double slowest(double sec) {
@@ -108,16 +101,16 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 3; i++) gpar_allreduce(comm, &b, NULL, count, GPAR_FLOAT, GPAR_SUM);
     gpar_wait(b);
     MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = now();
+    double t0 = gpar_now();
     for (int i = 0; i < iters; i++) gpar_allreduce(comm, &b, NULL, count, GPAR_FLOAT, GPAR_SUM);
     if ((st = gpar_wait(b))) return die(rank, "gpar_allreduce", st);
-    double sec = slowest((now() - t0) / iters), bsec = 0;
+    double sec = slowest((gpar_now() - t0) / iters), bsec = 0;
     if (hbuf) {
       MPI_Allreduce(MPI_IN_PLACE, hbuf, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
       MPI_Barrier(MPI_COMM_WORLD);
-      t0 = now();
+      t0 = gpar_now();
       for (int i = 0; i < iters; i++) MPI_Allreduce(MPI_IN_PLACE, hbuf, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-      bsec = slowest((now() - t0) / iters);
+      bsec = slowest((gpar_now() - t0) / iters);
     } else if (raw_nccl) {
       if (gpar_raw_nccl_mpi_allreduce(MPI_COMM_WORLD, info.backend_index, bytes, iters, &bsec)) bsec = 0;
       bsec = slowest(bsec);

@@ -46,7 +46,7 @@ static int ov_case(bench_ctx *ctx, ov_engine *e, int which, long ops, double *su
   int dev = e->dev, st = GPAR_OK;
   gpar_stats before, after;
   gpar_stats_get(eng, &before);
-  double t0 = bench_now();
+  double t0 = gpar_now();
   switch (which) {
   case OV_NONE:
     for (long i = 0; i < ops && st == GPAR_OK; i++) st = gpar_submit(eng, dev, empty_op, NULL, NULL, 0, NULL, 0);
@@ -69,10 +69,10 @@ static int ov_case(bench_ctx *ctx, ov_engine *e, int which, long ops, double *su
     }
     break;
   }
-  *submit_s = bench_now() - t0;
+  *submit_s = gpar_now() - t0;
   if (st != GPAR_OK) bench_fail("gpar_submit", st);
   int w = gpar_wait_all(eng);
-  *total_s = bench_now() - t0;
+  *total_s = gpar_now() - t0;
   if (w != GPAR_OK) bench_fail("gpar_wait_all", w);
   if (st == GPAR_OK && w == GPAR_OK && gpar_stats_get(eng, &after) == GPAR_OK) {
     uint64_t done = after.ops_completed - before.ops_completed;
@@ -91,9 +91,9 @@ static int ov_case(bench_ctx *ctx, ov_engine *e, int which, long ops, double *su
 /* A direct call through a function pointer the compiler cannot see through. */
 static double direct_call(long ops) {
   int (*volatile fn)(const gpar_native *, void *) = empty_op;
-  double t0 = bench_now();
+  double t0 = gpar_now();
   for (long i = 0; i < ops; i++) fn(NULL, NULL);
-  return bench_now() - t0;
+  return gpar_now() - t0;
 }
 
 /* Thread hand-off: a single-producer single-consumer ring; the consumer calls the function it
@@ -133,14 +133,14 @@ static double handoff(long ops) {
     free(r);
     return -1;
   }
-  double t0 = bench_now();
+  double t0 = gpar_now();
   for (unsigned long h = 0; (long)h < ops; h++) {
     while (h - atomic_load_explicit(&r->tail, memory_order_acquire) >= RING) sched_yield();
     r->slot[h % RING] = empty_op;
     atomic_store_explicit(&r->head, h + 1, memory_order_release);
   }
   pthread_join(th, NULL);
-  double s = bench_now() - t0;
+  double s = gpar_now() - t0;
   free(r);
   return s;
 }

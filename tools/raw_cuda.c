@@ -8,12 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cuda_runtime_api.h>
 #include <cublasLt.h>
 #include <cublas_v2.h>
 
+#include "gpar.h" /* gpar_now */
 #include "raw.h"
 
 /* Everything one device needs; zeroed = nothing to free. */
@@ -59,12 +59,6 @@ static int raw_blas_ok(cublasStatus_t s, const char *what, int dev) {
 
 /* Workspace for cuBLAS under capture and for cublasLt: libgpar's CUDA backend uses 32 MiB. */
 #define RAW_WS ((size_t)32 << 20)
-
-static double raw_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void raw_dev_free(struct raw_dev *r) {
   if (cudaSetDevice(r->ordinal) != cudaSuccess) {
@@ -317,24 +311,24 @@ int gpar_raw_cuda(const gpar_raw_case *c, double *seconds) {
   /* Graph: capture and instantiate (timed apart), one warm-up launch, then time one launch per
    * device. */
   if (c->graph) {
-    const double t0 = raw_now();
+    const double t0 = gpar_now();
     for (int d = 0; d < ndev; d++) {
       RAW_CK(cudaSetDevice(rd[d].ordinal), "cudaSetDevice", rd[d].ordinal);
       if (raw_capture(c, &rd[d], &alpha, &beta)) goto fail;
     }
-    if (c->capture_seconds) *c->capture_seconds = raw_now() - t0;
+    if (c->capture_seconds) *c->capture_seconds = gpar_now() - t0;
     for (int d = 0; d < ndev; d++) {
       RAW_CK(cudaSetDevice(rd[d].ordinal), "cudaSetDevice", rd[d].ordinal);
       RAW_CK(cudaGraphLaunch(rd[d].exec, rd[d].compute), "cudaGraphLaunch", rd[d].ordinal);
     }
     if (raw_sync_all(rd, ndev)) goto fail;
-    const double t1 = raw_now();
+    const double t1 = gpar_now();
     for (int d = 0; d < ndev; d++) {
       if (ndev > 1) RAW_CK(cudaSetDevice(rd[d].ordinal), "cudaSetDevice", rd[d].ordinal);
       RAW_CK(cudaGraphLaunch(rd[d].exec, rd[d].compute), "cudaGraphLaunch", rd[d].ordinal);
     }
     if (raw_sync_all(rd, ndev)) goto fail;
-    *seconds = raw_now() - t1;
+    *seconds = gpar_now() - t1;
     if (c->mode != GPAR_RAW_COPY && raw_check(c, rd, ndev)) goto fail;
     ret = 0;
     goto fail;
@@ -342,14 +336,14 @@ int gpar_raw_cuda(const gpar_raw_case *c, double *seconds) {
 
   /* Timed part: everything enqueued from this thread, one wait at the end. */
   {
-    const double t0 = raw_now();
+    const double t0 = gpar_now();
     for (int i = 0; i < c->iters; i++)
       for (int d = 0; d < ndev; d++) {
         if (ndev > 1) RAW_CK(cudaSetDevice(rd[d].ordinal), "cudaSetDevice", rd[d].ordinal);
         if (raw_step(c, &rd[d], i, &alpha, &beta)) goto fail;
       }
     if (raw_sync_all(rd, ndev)) goto fail;
-    *seconds = raw_now() - t0;
+    *seconds = gpar_now() - t0;
   }
   if (c->mode != GPAR_RAW_COPY && raw_check(c, rd, ndev)) goto fail;
   ret = 0;

@@ -2,17 +2,11 @@
  * SGEMM loop through cblas_sgemm (OpenBLAS) on the calling thread, no engine. */
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include <cblas.h>
 
+#include "gpar.h" /* gpar_now */
 #include "raw.h"
-
-static double raw_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 int gpar_raw_host(const gpar_raw_case *c, double *seconds) {
   if (c->mode != GPAR_RAW_GEMM || c->ndev != 1 || c->lt || c->graph) {
@@ -34,10 +28,10 @@ int gpar_raw_host(const gpar_raw_case *c, double *seconds) {
   }
   int n = c->n;
   cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, cc, n);
-  double t0 = raw_now();
+  double t0 = gpar_now();
   for (int i = 0; i < c->iters; i++)
     cblas_sgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, cc, n);
-  *seconds = raw_now() - t0;
+  *seconds = gpar_now() - t0;
   int ok = cc[0] == 0.5f * n && cc[count - 1] == 0.5f * n;
   free(a);
   free(b);

@@ -3,11 +3,11 @@
  * per device, group calls from one thread, timed with the host clock after a stream sync. */
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include "gpar.h" /* gpar_now */
 #include "raw_nccl.h"
 
 #define MAXD 16
@@ -19,12 +19,6 @@ static struct {
   void *buf[MAXD];
   size_t cap;
 } R;
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static int setup(int n, const int *ord, size_t bytes) {
   int same = R.n == n;
@@ -75,11 +69,11 @@ int gpar_raw_nccl_allreduce(int n, const int *ordinals, size_t bytes, int iters,
     fprintf(stderr, "raw nccl: setup failed for %zu bytes on %d devices\n", bytes, n);
     return -1;
   }
-  double t0 = now();
+  double t0 = gpar_now();
   if (run(bytes / 4, iters)) {
     fprintf(stderr, "raw nccl: ncclAllReduce failed\n");
     return -1;
   }
-  *seconds = (now() - t0) / iters;
+  *seconds = (gpar_now() - t0) / iters;
   return 0;
 }

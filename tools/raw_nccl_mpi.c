@@ -1,7 +1,6 @@
 /* raw_nccl_mpi.c: the raw baseline of gpar-bench-mpi on CUDA: ncclAllReduce across MPI ranks,
  * one GPU per rank (unique id over MPI_Bcast), on one stream, timed after a stream sync. */
 #include <stdio.h>
-#include <time.h>
 
 #include <mpi.h>
 #include "gpar_mpi.h"
@@ -15,12 +14,6 @@ static ncclComm_t comm;
 static cudaStream_t stream;
 static void *buf;
 static size_t cap;
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static int loop(size_t count, int iters) {
   for (int i = 0; i < iters; i++)
@@ -52,8 +45,8 @@ int gpar_raw_nccl_mpi_allreduce(MPI_Comm mc, int ordinal, size_t bytes, int iter
   }
   if (loop(bytes / 4, 3)) return -1;
   MPI_Barrier(mc);
-  double t0 = now();
+  double t0 = gpar_now();
   if (loop(bytes / 4, iters)) return -1;
-  *seconds = (now() - t0) / iters;
+  *seconds = (gpar_now() - t0) / iters;
   return 0;
 }

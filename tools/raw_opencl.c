@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <CL/cl.h>
 #pragma GCC diagnostic push
@@ -11,6 +10,7 @@
 #include <clblast_c.h>
 #pragma GCC diagnostic pop
 
+#include "gpar.h" /* gpar_now */
 #include "raw.h"
 
 #define RAW_MAXPLAT 16
@@ -30,12 +30,6 @@ typedef struct raw_dev {
 static int raw_fail(const char *what, int err) {
   fprintf(stderr, "raw_opencl: %s failed (%d)\n", what, err);
   return -1;
-}
-
-static double raw_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 #define RAW_CL(call, what)                   \
@@ -187,7 +181,7 @@ int gpar_raw_opencl(const gpar_raw_case *c, double *seconds) {
     RAW_CL(clFinish(d->qx), "clFinish");
   }
 
-  double t0 = raw_now();
+  double t0 = gpar_now();
   for (int it = 0; it < c->iters; it++)
     for (int i = 0; i < c->ndev; i++) {
       raw_dev *d = &devs[i];
@@ -211,7 +205,7 @@ int gpar_raw_opencl(const gpar_raw_case *c, double *seconds) {
     RAW_CL(clFinish(devs[i].qc), "clFinish");
     RAW_CL(clFinish(devs[i].qx), "clFinish");
   }
-  *seconds = raw_now() - t0;
+  *seconds = gpar_now() - t0;
 
 done:
   if (devs) {

@@ -115,12 +115,6 @@ static int member_failed(struct cuda_nccl *c, int r, ncclResult_t ae, const char
   return clique_failed(c);
 }
 
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 /* Between two looks: a yield for the first NCCL_POLL_SPINS, then sleeps doubling from 10 us. */
 static void nap(long *looks) {
   if (++*looks <= NCCL_POLL_SPINS) {
@@ -173,7 +167,7 @@ static int member_state(struct cuda_nccl *c, int r, ncclResult_t *ae) {
  * clique's failure: the caller aborts the clique). The member's lock is not held in between. */
 static int member_wait(struct cuda_nccl *c, int r, double deadline, const char *what) {
   long looks = 0;
-  const double t0 = now_s();
+  const double t0 = gpar__now();
   for (;;) {
     ncclResult_t ae;
     switch (member_state(c, r, &ae)) {
@@ -186,7 +180,7 @@ static int member_wait(struct cuda_nccl *c, int r, double deadline, const char *
     default: break;
     }
     if (clique_status(c, NULL, 0) != GPAR_OK) return clique_failed(c); /* an abort is on its way */
-    double t = now_s();
+    double t = gpar__now();
     if (t > deadline) {
       clique_fail(c, GPAR_ETIMEDOUT,
                   "NCCL member %d (CUDA device %d): %s still in progress after %.0f s (GPAR_COMM_TIMEOUT %.0f s); "
@@ -231,13 +225,13 @@ static void clique_free(struct cuda_nccl *c) {
 /* Poll stream s until its work is done (GPAR_ETIMEDOUT past deadline). */
 static int stream_wait(cudaStream_t s, double deadline, const char *what) {
   long looks = 0;
-  const double t0 = now_s();
+  const double t0 = gpar__now();
   for (;;) {
     cudaError_t e = cudaStreamQuery(s);
     if (e == cudaSuccess) return GPAR_OK;
     if (e != cudaErrorNotReady) return gpar__cuda_check(e, what);
     (void)cudaGetLastError();
-    double t = now_s();
+    double t = gpar__now();
     if (t > deadline) return gpar__errorf(GPAR_ETIMEDOUT, "%s: not done after %.0f s", what, t - t0);
     nap(&looks);
   }
@@ -264,7 +258,7 @@ static int clique_init(struct cuda_nccl *c) {
   if (st) return st;
   if (res == ncclSuccess && end != ncclInProgress) res = end;
   if ((st = nccl_check(res, "ncclCommInitRankConfig (non-blocking)"))) return st;
-  double deadline = now_s() + (c->timeout > NCCL_CREATE_MIN_WAIT ? c->timeout : NCCL_CREATE_MIN_WAIT);
+  double deadline = gpar__now() + (c->timeout > NCCL_CREATE_MIN_WAIT ? c->timeout : NCCL_CREATE_MIN_WAIT);
   for (int r = 0; r < c->n && st == GPAR_OK; r++) st = member_wait(c, r, deadline, "ncclCommInitRankConfig");
   return st;
 }
@@ -296,7 +290,7 @@ static int warm_up(struct cuda_nccl *c) {
     if (res == ncclSuccess && end != ncclInProgress) res = end;
     st = nccl_check(res, "ncclAllReduce (warm-up)");
   }
-  double deadline = now_s() + (c->timeout > NCCL_CREATE_MIN_WAIT ? c->timeout : NCCL_CREATE_MIN_WAIT);
+  double deadline = gpar__now() + (c->timeout > NCCL_CREATE_MIN_WAIT ? c->timeout : NCCL_CREATE_MIN_WAIT);
   for (int r = 0; r < n && st == GPAR_OK; r++) st = member_wait(c, r, deadline, "ncclAllReduce (warm-up)");
   for (int r = 0; r < n && st == GPAR_OK; r++) st = stream_wait(s[r], deadline, "ncclAllReduce (warm-up)");
   if (st) clique_abort(c);
@@ -345,7 +339,7 @@ void gpar__cuda_comm_destroy(void *comm) {
    * work that may never end: then the whole clique is aborted instead (ncclCommDestroy on some
    * members and ncclCommAbort on others would leave the destroyed ones' kernels running). */
   int healthy = clique_status(c, NULL, 0) == GPAR_OK;
-  double deadline = now_s() + c->timeout;
+  double deadline = gpar__now() + c->timeout;
   for (int r = 0; r < c->n && healthy; r++) healthy = member_wait(c, r, deadline, "ncclCommDestroy") == GPAR_OK;
   if (!healthy) clique_abort(c);
   for (int r = 0; r < c->n; r++) {
@@ -429,7 +423,7 @@ int gpar__cuda_coll(gpar__bdev *dev, int lane, const gpar__coll_args *a) {
   if (r != ncclSuccess && r != ncclInProgress)
     st = member_failed(c, a->rank, r, what);
   else
-    st = member_wait(c, a->rank, now_s() + c->timeout, what);
+    st = member_wait(c, a->rank, gpar__now() + c->timeout, what);
   if (st) {
     clique_abort(c);
     st = clique_failed(c);

@@ -10,14 +10,14 @@ static int phase(gpar_engine *eng, int what, int n, int iters, gpar_buffer a, gp
                  gpar_buffer *C, gpar_buffer *H, double *t) {
   size_t bytes = (size_t)n * n * sizeof(float);
   int st = GPAR_OK;
-  double t0 = tu_now();
+  double t0 = gpar_now();
   for (int i = 0; i < iters && st == GPAR_OK; i++) {
     if (what & RUN)
       st = gpar_sgemm(GPAR_NO_TRANS, GPAR_NO_TRANS, n, n, n, 1.0f, a, 0, n, b, 0, n, 0.0f, C[i], 0, n);
     if (st == GPAR_OK && (what & COPY)) st = gpar_copy(H[i], 0, C[i], 0, bytes);
   }
   int w = gpar_wait_all(eng);
-  *t = tu_now() - t0;
+  *t = gpar_now() - t0;
   if (st != GPAR_OK) diag("submit: %s (%s)", gpar_status_name(st), gpar_last_error());
   return st != GPAR_OK ? st : w;
 }

@@ -9,12 +9,12 @@ static int sgemm(int n, gpar_buffer a, gpar_buffer b, gpar_buffer c) {
 /* iters GEMMs on the listed devices (i-major), one wait; seconds in *t; first error. */
 static int run(gpar_engine *eng, int n, int iters, const int *which, int nw, gpar_buffer *A,
                gpar_buffer *B, gpar_buffer *C, double *t) {
-  double t0 = tu_now();
+  double t0 = gpar_now();
   int st = GPAR_OK;
   for (int i = 0; i < iters && st == GPAR_OK; i++)
     for (int j = 0; j < nw && st == GPAR_OK; j++) st = sgemm(n, A[which[j]], B[which[j]], C[which[j]]);
   int w = gpar_wait_all(eng);
-  *t = tu_now() - t0;
+  *t = gpar_now() - t0;
   if (st != GPAR_OK) diag("gpar_sgemm: %s (%s)", gpar_status_name(st), gpar_last_error());
   return st != GPAR_OK ? st : w;
 }
