@@ -110,19 +110,28 @@ static void *racer_main(void *arg) {
   return NULL;
 }
 
+/* One lifetime of an engine with `workers` CPU workers, shut down up to max_sleep_us after a
+ * thread started submitting into it; the shutdown's status, with the ops that had run when it
+ * returned in *ran_at_return. */
+static int race_shutdown(racer *r, int workers, int max_sleep_us, uint64_t *seed, long *ran_at_return) {
+  memset(r, 0, sizeof *r);
+  atomic_store(&ran, 0);
+  r->eng = tu_engine(GPAR_BACKEND_HOST, workers, 0);
+  if (gpar_buffer_create(r->eng, GPAR_HOST, 64, &r->x) != GPAR_OK) bail_out("buffer");
+  pthread_t th;
+  if (pthread_create(&th, NULL, racer_main, r)) bail_out("pthread_create");
+  tu_wait_flag(&r->started, 10);
+  tu_sleep_us(tu_range(seed, 0, max_sleep_us));
+  int sd = gpar_shutdown(r->eng);
+  *ran_at_return = atomic_load(&ran);
+  pthread_join(th, NULL);
+  return sd;
+}
+
 static void test_racer(int round, uint64_t *seed) {
   racer r;
-  memset(&r, 0, sizeof r);
-  atomic_store(&ran, 0);
-  r.eng = tu_engine(GPAR_BACKEND_HOST, 2, 0);
-  if (gpar_buffer_create(r.eng, GPAR_HOST, 64, &r.x) != GPAR_OK) bail_out("buffer");
-  pthread_t th;
-  if (pthread_create(&th, NULL, racer_main, &r)) bail_out("pthread_create");
-  tu_wait_flag(&r.started, 10);
-  tu_sleep_us(tu_range(seed, 0, 3000));
-  int sd = gpar_shutdown(r.eng);
-  long ran_at_return = atomic_load(&ran);
-  pthread_join(th, NULL);
+  long ran_at_return;
+  int sd = race_shutdown(&r, 2, 3000, seed, &ran_at_return);
   ok(sd == GPAR_OK && r.other == 0 && r.last == GPAR_ESHUTDOWN,
      "round %d: shutdown %s; the racing thread saw only OK or ESHUTDOWN (%ld accepted, ended on %s)", round,
      gpar_status_name(sd), r.accepted, gpar_status_name(r.last));
@@ -146,16 +155,8 @@ static void test_close_race(int rounds, uint64_t *seed) {
   double t0 = gpar_now();
   for (int i = 0; i < rounds; i++) {
     racer r;
-    memset(&r, 0, sizeof r);
-    atomic_store(&ran, 0);
-    r.eng = tu_engine(GPAR_BACKEND_HOST, 1, 0);
-    if (gpar_buffer_create(r.eng, GPAR_HOST, 64, &r.x) != GPAR_OK) bail_out("buffer");
-    pthread_t th;
-    if (pthread_create(&th, NULL, racer_main, &r)) bail_out("pthread_create");
-    tu_wait_flag(&r.started, 10);
-    tu_sleep_us(tu_range(seed, 0, 200));
-    if (gpar_shutdown(r.eng) != GPAR_OK) bad++;
-    pthread_join(th, NULL);
+    long ran_at_return;
+    if (race_shutdown(&r, 1, 200, seed, &ran_at_return) != GPAR_OK) bad++;
     if (r.other || r.last != GPAR_ESHUTDOWN || atomic_load(&ran) != r.accepted) bad++;
     accepted += r.accepted;
     ran_total += atomic_load(&ran);

@@ -192,6 +192,22 @@ static int member_wait(struct cuda_nccl *c, int r, double deadline, const char *
   }
 }
 
+/* End every member still there with end (ncclCommAbort or ncclCommDestroy), each under its
+ * lock so no NCCL call races it; a failure is logged, the member is gone either way. */
+static void members_end(struct cuda_nccl *c, ncclResult_t (*end)(ncclComm_t), const char *what) {
+  for (int r = 0; r < c->n; r++) {
+    struct cuda_nccl_member *m = &c->m[r];
+    pthread_mutex_lock(&m->mu);
+    if (!m->gone && m->comm) {
+      ncclResult_t res = end(m->comm);
+      if (res != ncclSuccess)
+        gpar__log("cuda: %s (member %d, CUDA device %d): %s", what, r, m->ordinal, ncclGetErrorString(res));
+      m->gone = 1;
+    }
+    pthread_mutex_unlock(&m->mu);
+  }
+}
+
 /* ncclCommAbort on every member still there, under its lock so no NCCL call races it. Kernels
  * in flight see the abort flag and return; at the last member NCCL waits for every member's
  * streams and frees the whole clique. A second caller waits for the first and finds nothing
@@ -199,17 +215,7 @@ static int member_wait(struct cuda_nccl *c, int r, double deadline, const char *
 static void clique_abort(struct cuda_nccl *c) {
   int dev0 = device_get();
   pthread_mutex_lock(&c->abort_mu);
-  for (int r = 0; r < c->n; r++) {
-    struct cuda_nccl_member *m = &c->m[r];
-    pthread_mutex_lock(&m->mu);
-    if (!m->gone && m->comm) {
-      ncclResult_t res = ncclCommAbort(m->comm);
-      if (res != ncclSuccess)
-        gpar__log("cuda: ncclCommAbort (member %d, CUDA device %d): %s", r, m->ordinal, ncclGetErrorString(res));
-      m->gone = 1;
-    }
-    pthread_mutex_unlock(&m->mu);
-  }
+  members_end(c, ncclCommAbort, "ncclCommAbort");
   pthread_mutex_unlock(&c->abort_mu);
   device_put(dev0);
 }
@@ -342,17 +348,7 @@ void gpar__cuda_comm_destroy(void *comm) {
   double deadline = gpar__now() + c->timeout;
   for (int r = 0; r < c->n && healthy; r++) healthy = member_wait(c, r, deadline, "ncclCommDestroy") == GPAR_OK;
   if (!healthy) clique_abort(c);
-  for (int r = 0; r < c->n; r++) {
-    struct cuda_nccl_member *m = &c->m[r];
-    pthread_mutex_lock(&m->mu);
-    if (!m->gone && m->comm) {
-      ncclResult_t res = ncclCommDestroy(m->comm);
-      if (res != ncclSuccess)
-        gpar__log("cuda: ncclCommDestroy (member %d, CUDA device %d): %s", r, m->ordinal, ncclGetErrorString(res));
-      m->gone = 1;
-    }
-    pthread_mutex_unlock(&m->mu);
-  }
+  members_end(c, ncclCommDestroy, "ncclCommDestroy");
   device_put(dev0);
   clique_free(c);
 }
