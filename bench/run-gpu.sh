@@ -1,6 +1,6 @@
 #!/bin/bash
-# run-gpu.sh: the benchmark batch behind bench/results/h200.md. Run it on the GPU machine from
-# the built `make dist` tree that .gpu/gpu-check.sh makes:
+# run-gpu.sh: the benchmark batch behind bench/results/h200-x2-2026-11-29/ and h200-x4-2026-11-29/.
+# Run it on the GPU machine from the built `make dist` tree that .gpu/gpu-check.sh makes:
 #   bash .gpu/gpu-check.sh bash bench/run-gpu.sh [--asan "$PWD/.gpu/libgpar-0.1.0.tar.gz"]
 # Every case times libgpar and the raw vendor loop (--raw) side by side in one process. On a
 # machine with more than two GPUs the two-GPU cases use the first two (--devices 2) and the
