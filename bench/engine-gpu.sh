@@ -1,5 +1,5 @@
 #!/bin/bash
-# engine-gpu.sh: the issue-20 measurements (an engine without its global lock) in ONE call on the
+# engine-gpu.sh: the measurements of the engine without its global lock in ONE call on the
 # GPU machine, then their targets table (bench/engine-table.py): empty host ops at several CPU
 # worker counts with the per-op breakdown and on 2 cores, CUDA small ops against the hand
 # cublasSgemm and cublasLt loops, copy overlap at 256, and the 4000^3 and graph figures that must

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""engine-table.py: the issue-20 targets table from the gpar-bench records that engine-gpu.sh
+"""engine-table.py: the engine targets table (an engine without its global lock) from the gpar-bench records that engine-gpu.sh
 writes (DIR/<case>.<build>[.w<N>][.<k>].json, build "new" or "old"), as Markdown on stdout.
 
 usage: bench/engine-table.py DIR
@@ -265,7 +265,7 @@ def describe(b):
         m.get('cpu_model', '?'), m.get('hostname', '?'))
 
 
-print('# Issue 20 targets (bench/engine-gpu.sh)\n')
+print('# Engine targets (bench/engine-gpu.sh)\n')
 for b in builds:
     print('- ' + describe(b))
 print('\nMedians over the rounds of each run (libgpar and the raw loops interleaved in one process); '

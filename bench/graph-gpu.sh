@@ -1,5 +1,5 @@
 #!/bin/bash
-# graph-gpu.sh: issue 14 (op graphs) on the GPU machine: the graph test on every device (under
+# graph-gpu.sh: op graphs on the GPU machine: the graph test on every device (under
 # compute-sanitizer memcheck when it is installed), then gpar-bench --graph against the raw
 # cuBLAS loop and its hand-captured CUDA graph, each figure checked against the issue's target.
 # Run it from a built tree (e.g. bash .gpu/gpu-check.sh bash bench/graph-gpu.sh). Prints one

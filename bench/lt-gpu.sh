@@ -1,5 +1,5 @@
 #!/bin/bash
-# lt-gpu.sh: issue 11 item 1 on the GPU machine: CUDA GEMMs through cached cublasLt plans.
+# lt-gpu.sh: on the GPU machine: CUDA GEMMs through cached cublasLt plans.
 # First the correctness tests on the CUDA devices (tests/cuda_gemm_lt: Lt vs cublasSgemm/Dgemm
 # vs a double reference, and that Lt really ran; blas_rules, conformance, graph), cuda_gemm_lt
 # once more under compute-sanitizer memcheck when installed; then gpar-bench with the plans

@@ -7,7 +7,7 @@ usage: bench/overhead-ab.py ROUNDS OPS DIR[:VAR=VALUE[,VAR=VALUE...]] ...
   or a folder holding a gpar-bench binary and the libgpar.so* it should load (put in front of
   LD_LIBRARY_PATH, never in its place: gpu-check.sh's OpenCL loader lives there too); VAR=VALUE is
   set for that run. One DIR may be named twice with different variables, e.g.
-  build:GPAR_RETIRE=direct build:GPAR_RETIRE=combine.
+  build:GPAR_HOST_THREADS=2 build:GPAR_HOST_THREADS=16.
 Prints min/median/max of total us/op per case (none, independent, chain, fan-in) from each run's
 JSON record. Every build must start (checked with --version first) and every run must succeed;
 otherwise the command, its exit status and its last lines are printed and the exit status is 1."""

@@ -1,5 +1,5 @@
 #!/bin/bash
-# run-comm-gpu.sh: issue 15 on the GPU machine (2 x H200): builds this tree with NCCL and MPI,
+# run-comm-gpu.sh: the collectives and libgpar_mpi on the GPU machine (2 x H200): builds this tree with NCCL and MPI,
 # runs the collective tests (one process x 2 GPUs through NCCL; mpirun -np 2 with one GPU per
 # rank through NCCL across ranks; host/PoCL over MPI) and the benchmarks with their targets.
 #   bash bench/run-comm-gpu.sh            (from the source tree; builds in ./build-comm)

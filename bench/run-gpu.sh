@@ -19,7 +19,7 @@ run cuda-overlap copy-overlap --backend cuda --raw --repeat 5 --trace "$out/cuda
 run cuda-overlap-pageable copy-overlap --backend cuda --pageable --repeat 3
 run cuda-gemm gemm --backend cuda --raw --repeat 5
 run cuda-gemm-tf32 gemm --backend cuda --raw --repeat 5 --tf32
-# Small operations (issue 8), one submitting thread.
+# Small operations, one submitting thread.
 run cuda-small256 multi-device --backend cuda --devices 2 --size 256 --iters 2000 --raw --repeat 5
 run cuda-small1024 multi-device --backend cuda --devices 2 --size 1024 --iters 400 --raw --repeat 5
 run cuda-overlap1024 copy-overlap --backend cuda --size 1024 --iters 400 --raw --repeat 5
@@ -38,7 +38,7 @@ fi
 run overhead overhead
 echo "gpus: $ngpu"
 # --asan TARBALL: also build the tarball with ASan+UBSan and run the fault, stress, OOM and
-# conformance tests on every device under it (issue 7; protect_shadow_gap=0 for the driver).
+# conformance tests on every device under it (protect_shadow_gap=0 for the driver).
 if [ "${1:-}" = --asan ] && [ -f "${2:-}" ]; then
   echo "### asan: fault, stress, oom and conformance tests under ASan+UBSan"
   rm -rf /tmp/asan && mkdir -p /tmp/asan && tar -xzf "$2" -C /tmp/asan && cd /tmp/asan/*/ &&

@@ -1,5 +1,5 @@
 #!/bin/bash
-# sweep-gpu.sh: the size sweeps behind a machine's report (issue 13): CUDA, OpenCL (the vendor's
+# sweep-gpu.sh: the size sweeps behind a machine's report (where N devices start to pay): CUDA, OpenCL (the vendor's
 # GPUs and PoCL's two CPU devices: two groups), and the host, each in its own process under a
 # time limit, records (JSON), charts (SVG) and tables (.txt) into $OUT, else ./sweep-out.
 # On the GPU machine, from the project's root after pack.sh:

@@ -139,7 +139,7 @@ typedef struct gpar__backend_ops {
   void (*host_unregister)(gpar__backend *be, void *token);
   /* 1: this backend should allocate GPAR_HOST memory whenever it is open, the others register
    * it: its own host_register is only a hint to the driver (OpenCL's CL_MEM_USE_HOST_PTR), while
-   * theirs pins whatever it is given (cudaHostRegister). See core/pinned.c. */
+   * theirs pins whatever it is given (cudaHostRegister). See core/engine/pinned.c. */
   int host_alloc_preferred;
 
   /* Work on a lane. GPU backends enqueue and return; the host backend runs it. */
@@ -203,7 +203,7 @@ typedef struct gpar__backend_ops {
   int (*graph_copy_ok)(gpar__bdev *dev, const gpar__copy_args *a);
 } gpar__backend_ops;
 
-/* The backends compiled in (each defined in its folder; listed by core/backends.c). */
+/* The backends compiled in (each defined in its folder; listed by core/lifecycle/lifecycle.c). */
 extern const gpar__backend_ops gpar__host_backend GPAR__HIDDEN;
 /* GPU backends are weak: their address is NULL when configure left them out, so the core needs
  * no build-time #if to list them. */

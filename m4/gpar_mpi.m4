@@ -1,4 +1,4 @@
-# gpar_mpi.m4: --with-mpi: build libgpar_mpi (issue 15). Not given: build it when an MPI C
+# gpar_mpi.m4: --with-mpi: build libgpar_mpi (communicators across MPI ranks). Not given: build it when an MPI C
 # compiler wrapper's flags or pkg-config's mpi-c / ompi-c are found. --with-mpi: stop with an
 # error when not found. Sets MPI_CFLAGS, MPI_LIBS, MPIRUN and the HAVE_MPI conditional.
 AC_DEFUN([GPAR_CHECK_MPI], [

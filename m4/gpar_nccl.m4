@@ -1,4 +1,4 @@
-# gpar_nccl.m4: --with-nccl[=DIR]. NCCL carries collectives between CUDA devices (issue 15).
+# gpar_nccl.m4: --with-nccl[=DIR]. NCCL carries collectives between CUDA devices.
 # Not given: look in the CUDA toolkit's folder, then /usr (the GPU machine's image), quietly
 # leaving NCCL out when absent (CUDA collectives are then staged through host memory).
 # Given: stop with an error naming what is missing. Needs the CUDA backend.

@@ -1,4 +1,4 @@
-/* comm.c: communicators and collectives on one process (issue 15): every collective, type and
+/* comm.c: communicators and collectives on one process: every collective, type and
  * reduction on host + PoCL device sets against a sequential reference (tests/comm_ref.h);
  * program order and chaining with other ops, issue order across kinds (broadcast and all-gather
  * after an allreduce and before one); MAX/MIN with NaN (fmax/fmin on every member order); a

@@ -1,5 +1,5 @@
-/* comm_lifetime.c: communicator lifetimes (issue 19 items 2, 3 and 6; issue 21 item 14, a stale
- * handle naming the next communicator in its slot). The rules tested: a destroyed communicator's
+/* comm_lifetime.c: communicator lifetimes (destroy, destroy from inside an op, shutdown, and a
+ * stale handle naming the next communicator in its slot). The rules tested: a destroyed communicator's
  * handle is refused (GPAR_EINVAL) forever, also once its slot holds another one; gpar_comm_destroy
  * from inside an op is refused with GPAR_EDEADLK and the collectives queued on the communicator
  * still complete; a collective called from outside while gpar_shutdown drains is refused

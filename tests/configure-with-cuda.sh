@@ -1,5 +1,5 @@
 #!/bin/sh
-# configure-with-cuda.sh: --with-cuda=DIR takes the toolkit from DIR only (issue 13). Runs
+# configure-with-cuda.sh: --with-cuda=DIR takes the toolkit from DIR only. Runs
 # configure (OpenCL off, for speed) in scratch folders and speaks TAP:
 #   1. a DIR that does not exist stops configure, naming DIR;
 #   2. an existing DIR without a toolkit stops configure, even though the compiler's default

@@ -1,4 +1,4 @@
-/* cuda_nccl_abort.c: a stuck NCCL collective is aborted, not waited for (issue 21 item 11). On
+/* cuda_nccl_abort.c: a stuck NCCL collective is aborted, not waited for (the NCCL watchdog). On
  * two CUDA devices with NCCL, an allreduce whose member 0 starts at once while member 1's input
  * waits for a host op that this test holds: member 0's kernel waits for a partner that does not
  * come within GPAR_COMM_TIMEOUT (2 s here unless the environment sets it). Checks that the

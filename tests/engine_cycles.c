@@ -1,10 +1,10 @@
 /* engine_cycles.c: memory stays flat over many engine lifetimes that each ran an OpenCL GEMM
- * (issue 16, finding 3: CLBlast's process-wide program cache used to keep every engine's
+ * (a fuzzer finding: CLBlast's process-wide program cache used to keep every engine's
  * programs and context, about 1.7 MB per engine on PoCL). Two phases of N cycles of gpar_init,
  * one sgemm on the first OpenCL device, gpar_shutdown: first alone, then while another engine
  * with its own OpenCL GEMMs stays alive (its work must not be disturbed). Resident memory after
  * each phase may exceed the level after a few warm-up cycles by at most 5 MB.
- * GPAR_CYCLES sets N (default 40; the issue's target run is 1000). Skips without OpenCL. */
+ * GPAR_CYCLES sets N (default 40; the full run is 1000). Skips without OpenCL. */
 #include <unistd.h>
 #ifdef __GLIBC__
 #include <malloc.h>

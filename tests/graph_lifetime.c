@@ -1,5 +1,5 @@
-/* graph_lifetime.c: graph handles and graph lifetimes (issue 19 item 1; issue 21 item 14, destroy
- * waiting for launches in flight). A destroyed graph's handle, or one of a shut-down engine, is
+/* graph_lifetime.c: graph handles and graph lifetimes (stale handles; destroy waiting for
+ * launches in flight). A destroyed graph's handle, or one of a shut-down engine, is
  * refused (GPAR_EINVAL) forever: after any number of graph and engine lifetimes it never names a
  * newer graph, so a stale holder can neither launch nor destroy a graph someone else owns now,
  * and the owner's graph keeps working. gpar_graph_destroy returns only once the graph's launches

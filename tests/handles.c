@@ -1,4 +1,4 @@
-/* handles.c: handles that must never come back (issue 16, findings 2, 4, 5). Released, foreign
+/* handles.c: handles that must never come back (the fuzzer's findings on stale handles). Released, foreign
  * and shut-down handles are refused, also after more engine lifetimes than engine slots and at
  * the very end of the engine and buffer serial counters (jumped there by a test hook); a GEMM
  * range-checks operands it does not read (k == 0); gpar_buffer_create leaves the null handle on

@@ -1,5 +1,5 @@
-/* lifetime_races.c: calls racing a destroy or gpar_shutdown (issue 19 items 4 and 5; issue 21 item
- * 14, shutdown waiting for a call still inside). gpar_comm_destroy in one thread while another is
+/* lifetime_races.c: calls racing a destroy or gpar_shutdown (and shutdown waiting for a call
+ * still inside). gpar_comm_destroy in one thread while another is
  * inside gpar_allreduce on that communicator: the transport's context outlives the collective and
  * its ops. The check-only calls (gpar_backend_status, gpar_pinned_status, gpar_comm_create) racing
  * gpar_shutdown read nothing that shutdown frees. gpar_shutdown returns only after a call still

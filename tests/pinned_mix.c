@@ -1,4 +1,4 @@
-/* pinned_mix.c: GPAR_HOST memory with every backend open at once (issue 12). For each way of
+/* pinned_mix.c: GPAR_HOST memory with every backend open at once. For each way of
  * providing pinned memory (the default choice, plain host memory registered with every GPU
  * backend, and each GPU backend as provider when it has a device): which backend allocates and
  * which register (gpar_pinned_status), conformance-style copies between GPAR_HOST and every

@@ -1,4 +1,4 @@
-/* shutdown.c: gpar_shutdown racing work that is still arriving (issue 16, finding 1). Ops that
+/* shutdown.c: gpar_shutdown racing work that is still arriving (first found by the fuzzer). Ops that
  * running ops submit are drained before anything is freed; a thread that keeps submitting while
  * the engine shuts down sees only GPAR_OK or GPAR_ESHUTDOWN, and every op it got accepted ran
  * before gpar_shutdown returned. Run it under TSan and ASan too. */

@@ -1,6 +1,6 @@
 #!/bin/sh
 # static-link.sh: `pkg-config --static --libs gpar` lists what a static link of libgpar.a needs
-# (issue 13). Builds the library alone with --enable-static (the default build is shared-only)
+# (the static-link convention). Builds the library alone with --enable-static (the default build is shared-only)
 # in a scratch folder, installs it under a scratch prefix, removes the shared library there so
 # that -lgpar can only mean libgpar.a, then links and runs a program with exactly the flags
 # pkg-config gives. Speaks TAP. Usage: tests/static-link.sh [SRCDIR] [configure args...]

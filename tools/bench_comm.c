@@ -1,4 +1,4 @@
-/* bench_comm.c: gpar-bench's communication benchmarks (issue 15).
+/* bench_comm.c: gpar-bench's communication benchmarks (collectives, data-parallel steps).
  * allreduce: gpar_allreduce (float sum, in place) over the selected devices from 8 B to the
  *   largest size, time per call, algbw and busbw as nccl-tests defines them (algbw = bytes /
  *   time, busbw = algbw * 2(n-1)/n); --raw runs the same ncclAllReduce loop directly (one thread,

@@ -108,7 +108,8 @@ static void write_command(FILE *f, int argc, char **argv) {
 }
 
 void bench_meta_write(bench_ctx *ctx, FILE *f) {
-  static const char *const env_vars[] = {"GPAR_BACKENDS", "GPAR_HOST_THREADS", "GPAR_RETIRE", "GPAR_CUBLASLT",
+  static const char *const env_vars[] = {"GPAR_BACKENDS", "GPAR_HOST_THREADS", "GPAR_CUBLASLT",
+                                         "GPAR_PINNED_PROVIDER", "GPAR_COMM_STAGED",
                                          "GPAR_TF32", "GPAR_SYNC", "GPAR_TRACE", "POCL_DEVICES",
                                          "POCL_MAX_PTHREAD_COUNT", "CUDA_VISIBLE_DEVICES",
                                          "OCL_ICD_VENDORS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"};

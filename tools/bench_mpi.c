@@ -1,4 +1,4 @@
-/* bench_mpi.c: gpar-bench-mpi, allreduce across MPI ranks (issue 15), run under mpirun:
+/* bench_mpi.c: gpar-bench-mpi, allreduce across MPI ranks, run under mpirun:
  *   mpirun -np 2 gpar-bench-mpi [--backend host|cuda|opencl] [--max-mb N] [--iters N]
  * One member per rank: the host CPU (default), or the (local rank)-th device of the backend.
  * Sweeps 8 B .. --max-mb MiB of floats (sum, in place) through gpar_allreduce on a

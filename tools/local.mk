@@ -69,7 +69,7 @@ dist_man1_MANS = man/gpar-bench.1 man/gpar-info.1
 EXTRA_DIST += bench/sweep-gpu.sh tools/mkman.sh man/gpar-bench.h2m man/gpar-info.h2m
 # The GPU-machine scripts run from the tarball's tree that .gpu/gpu-check.sh builds (and
 # tests/bench/engine_ab.tap runs the engine ones in `make check`).
-EXTRA_DIST += bench/check-gpu.sh bench/engine-gpu.sh bench/engine-table.py bench/overhead-ab.py bench/ab-gpu.sh \
+EXTRA_DIST += bench/check-gpu.sh bench/engine-gpu.sh bench/engine-table.py bench/overhead-ab.py \
 	bench/breakdown-trace.py bench/run-comm-gpu.sh
 GPAR_MKMAN = $(SHELL) $(top_srcdir)/tools/mkman.sh '$(HELP2MAN)' '$(PACKAGE_VERSION)'
 man/gpar-bench.1: $(top_srcdir)/tools/gpar-bench.c $(top_srcdir)/man/gpar-bench.h2m $(top_srcdir)/configure.ac \

@@ -1,4 +1,4 @@
-/* cuda_graph.c: CUDA graphs behind libgpar's op graphs (core/graph_launch.c). The core enqueues one
+/* cuda_graph.c: CUDA graphs behind libgpar's op graphs (core/graph/launch.c). The core enqueues one
  * part of a recorded sequence on this device's lanes between graph_begin and graph_end: the
  * other lanes join the capture by waiting on an event of the compute lane and are joined back
  * the same way, so the capture yields one CUDA graph per device per part, with cross-lane edges

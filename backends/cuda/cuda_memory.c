@@ -70,7 +70,7 @@ void gpar__cuda_host_free(gpar__backend *be, void *ptr) {
   if (ptr && cudaFreeHost(ptr) != cudaSuccess) (void)cudaGetLastError();
 }
 
-/* Another backend's pinned block (core/pinned.c): page-locked for every CUDA device (Portable).
+/* Another backend's pinned block (core/engine/pinned.c): page-locked for every CUDA device (Portable).
  * NVIDIA OpenCL's mapped CL_MEM_ALLOC_HOST_PTR memory is accepted (3.4 ms per 64 MB on H200). */
 int gpar__cuda_host_register(gpar__backend *be, void *ptr, size_t bytes, void **token) {
   (void)be;

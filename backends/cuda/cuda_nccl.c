@@ -1,5 +1,5 @@
-/* cuda_nccl.c: collectives between CUDA devices of one process through NCCL (issue 15), on a
- * non-blocking clique that any thread can check and abort (issue 21 item 11). Calls
+/* cuda_nccl.c: collectives between CUDA devices of one process through NCCL, on a
+ * non-blocking clique that any thread can check and abort (the watchdog's abort). Calls
  * cuda_errors.c; maps NCCL's own statuses here (the only file built against NCCL).
  *
  * comm_create makes the clique: one ncclCommInitRankConfig per member (blocking = 0) inside one

@@ -12,7 +12,7 @@ libgpar_cuda_la_CPPFLAGS = $(LIB_CPPFLAGS) $(CUDA_CPPFLAGS)
 libgpar_cuda_la_CFLAGS = $(LIB_CFLAGS)
 libgpar_la_LIBADD += libgpar_cuda.la $(CUDA_LIBS)
 libgpar_la_LDFLAGS += $(CUDA_LDFLAGS)
-# NCCL collectives (issue 15), when configure found NCCL (m4/gpar_nccl.m4).
+# NCCL collectives, when configure found NCCL (m4/gpar_nccl.m4).
 if HAVE_NCCL
 libgpar_cuda_la_SOURCES += backends/cuda/cuda_nccl.c
 libgpar_cuda_la_CPPFLAGS += $(NCCL_CPPFLAGS)

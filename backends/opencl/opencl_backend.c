@@ -373,7 +373,7 @@ static void gpar__cl_host_free(gpar__backend *be, void *ptr) {
   pthread_mutex_unlock(&be->pin_lock);
 }
 
-/* Another backend's pinned block (core/pinned.c): one CL_MEM_USE_HOST_PTR buffer per context of
+/* Another backend's pinned block (core/engine/pinned.c): one CL_MEM_USE_HOST_PTR buffer per context of
  * a platform with a GPU, kept until host_unregister, so the driver treats the memory as its own
  * pinned memory (NVIDIA: 54.7 / 54.3 GB/s D2H / H2D for cudaHostAlloc memory so wrapped, 12.6 /
  * 5.8 without). CPU-only platforms (PoCL) copy with memcpy and get no wrapper.
@@ -591,7 +591,7 @@ const gpar__backend_ops gpar__opencl_backend = {
     .host_free = gpar__cl_host_free,
     .host_register = gpar__cl_host_register,
     .host_unregister = gpar__cl_host_unregister,
-    .host_alloc_preferred = 1, /* its own mapped ALLOC_HOST_PTR memory: see core/pinned.c */
+    .host_alloc_preferred = 1, /* its own mapped ALLOC_HOST_PTR memory: see core/engine/pinned.c */
     .copy = gpar__cl_copy,
     .fill = gpar__cl_fill,
     .gemm = gpar__cl_gemm,

@@ -1,4 +1,4 @@
-/* p1_pinned.c: probe 1 (issue 12). Rates of 64 MB host<->device copies on GPU 0 through CUDA
+/* p1_pinned.c: probe 1 (pinned memory shared by CUDA and OpenCL). Rates of 64 MB host<->device copies on GPU 0 through CUDA
  * and NVIDIA OpenCL, into each kind of pinned host memory either API can make or register.
  * Each line: case, api+method, direction, GB/s median/min/max over PROBE_REPS copies, and a
  * data check ("ok", or "BAD" when the bytes did not arrive). Standalone; see README.md. */

@@ -1,4 +1,4 @@
-/* p2_pageable.c: probe 2 (issue 12, last part). Reading device memory into pageable memory
+/* p2_pageable.c: probe 2 (GPAR_HOST memory, pageable reads). Reading device memory into pageable memory
  * through pinned staging chunks: the host memcpy rate alone (pinned -> pageable, T threads,
  * destination first touched vs warm), and the pipelined end-to-end rate (D2H of chunk i+1
  * overlaps the copy-out of chunk i, copy-out split over T threads, K staging slots).

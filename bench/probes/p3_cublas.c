@@ -1,4 +1,4 @@
-/* p3_cublas.c: probe 3 (issue 11 item 1). Host cost per GEMM call at 256^3 and 64^3 on GPU 0:
+/* p3_cublas.c: probe 3 (cublasLt plans for small GEMMs). Host cost per GEMM call at 256^3 and 64^3 on GPU 0:
  * cublasSgemm vs cublasLtMatmul with its descriptor, layouts and heuristic algo cached once
  * (and, for contrast, built on every call), each against the GPU time per GEMM; and the same
  * loops captured once into a CUDA graph and replayed. Standalone; see README.md. */

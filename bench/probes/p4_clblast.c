@@ -1,4 +1,4 @@
-/* p4_clblast.c: probe 4 (issue 11). CLBlast's per-call host cost on the OpenCL platform
+/* p4_clblast.c: probe 4 (engine cost of small ops). CLBlast's per-call host cost on the OpenCL platform
  * (NVIDIA's when present) at 256^3 and 64^3: time in the calling thread per
  * CLBlastSgemmWithTempBuffer (and plain CLBlastSgemm) enqueue vs the time to completion; then
  * one thread driving two devices in turn, and two threads each driving one device at once

@@ -1,4 +1,4 @@
-/* p5_libgpar.c: probe 5 (issue 12), through libgpar itself. For the first CUDA GPU and the
+/* p5_libgpar.c: probe 5 (GPAR_HOST memory across backends), through libgpar itself. For the first CUDA GPU and the
  * first OpenCL GPU: H2D and D2H rates of PROBE_MB copies between GPAR_HOST buffers and the
  * device (20 back to back per timing, median of PROBE_REPS), and gpar_read into warm pageable
  * memory (64 and 256 MB), first with every backend open, then with only that backend (and the

@@ -94,7 +94,7 @@ static int nargs;
 static const uint8_t *in_p;
 static size_t in_n;
 /* Drain ops submitted from inside ops before gpar_shutdown (env GPAR_FUZZ_SAFE_SHUTDOWN=1): off
- * by default since gpar_shutdown drains them itself (issue 16, finding 1). */
+ * by default since gpar_shutdown drains them itself (the fuzzer's first finding). */
 #ifndef FUZZ_SAFE_SHUTDOWN_DEFAULT
 #define FUZZ_SAFE_SHUTDOWN_DEFAULT 0
 #endif
