@@ -1,5 +1,5 @@
 #!/bin/bash
-# call 2b: graphs (issue 14), collectives (issue 15), GPAR_HOST across backends (issue 12),
+# call 2b: graphs, collectives, GPAR_HOST across backends,
 # from the build call 2a left in /tmp/gpu-build (rebuilt without tests when absent).
 R=$(cd "$(dirname "$0")/.." && pwd)
 . $R/.gpu/opencl-env.sh $R/.gpu/debs >/dev/null 2>&1
@@ -8,7 +8,7 @@ if [ ! -x "$d/tools/gpar-bench" ]; then GPU_CHECK_TESTS=0 bash $R/.gpu/gpu-check
 cd "$d" || exit 1
 export GPAR_QUIET=1
 mkdir -p $OUT/p
-echo "=== issue 12"
+echo "=== GPAR_HOST across backends"
 b=./tools/gpar-bench
 for c in "copy-overlap --backend opencl --all-backends --raw --repeat 5" "copy-overlap --backend opencl --raw --repeat 3" \
          "copy-overlap --backend cuda --all-backends --raw --repeat 5" "copy-overlap --backend cuda --all-backends --pageable --repeat 3" \
@@ -16,7 +16,7 @@ for c in "copy-overlap --backend opencl --all-backends --raw --repeat 5" "copy-o
   echo "### $c"; timeout 100 $b $c --quiet 2>&1 | grep -vE "^\s*$" | tail -12
 done
 PROBE_GPAR_BUILD=$d timeout 100 bash $R/bench/probes/run.sh p1 p5 > $OUT/p/probes-p1p5.txt 2>&1; grep -E "^c2|p5|GPAR_HOST|pageable|every" $OUT/p/probes-p1p5.txt | head -30
-echo "=== issue 15"
+echo "=== collectives"
 mpirun="mpirun --allow-run-as-root --bind-to none"
 timeout 60 ./tests/comm > $OUT/p/test-comm.txt 2>&1; echo "tests/comm exit $?"; grep -cE "^ok" $OUT/p/test-comm.txt; grep -E "not ok|set 2" $OUT/p/test-comm.txt | head -5
 if [ -x tests/mpi/comm_mpi ]; then
@@ -25,5 +25,5 @@ if [ -x tests/mpi/comm_mpi ]; then
 else echo "no MPI build"; fi
 timeout 120 $b allreduce --backend cuda --devices 2 --raw --quiet 2>&1 | tail -25
 timeout 150 $b data-parallel --backend cuda --devices 2 --repeat 3 --quiet 2>&1 | tail -12
-echo "=== issue 14"
+echo "=== graphs"
 timeout 280 bash $R/bench/graph-gpu.sh 2>&1 | grep -E "PASS|FAIL|exit|###|not ok|graph of|libgpar/raw|GEMM" | head -80

@@ -1,6 +1,6 @@
 #!/bin/bash
-# call 3b: retirement A/B (ab-gpu.sh), cublasLt vs cublasSgemm, issue 12 rates with every backend
-# open, issue 11 OpenCL small ops and the 4000^3 chapter figures; from 3a's build.
+# call 3b: retirement A/B (ab-gpu.sh), cublasLt vs cublasSgemm, GPAR_HOST rates with every backend
+# open, OpenCL small ops and the 4000^3 chapter figures; from 3a's build.
 R=$(cd "$(dirname "$0")/.." && pwd)
 . $R/.gpu/opencl-env.sh $R/.gpu/debs >/dev/null 2>&1
 d=$(ls -d /tmp/gpu-build/*/ 2>/dev/null | head -1)

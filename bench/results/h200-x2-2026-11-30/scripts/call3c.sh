@@ -1,6 +1,6 @@
 #!/bin/bash
-# call 3c: issue 12 (GPAR_HOST with every backend open), issue 11 OpenCL 256^3 and the 4000^3
-# chapter figures, then the issue 13 sweeps.
+# call 3c: GPAR_HOST with every backend open, OpenCL small ops at 256^3 and the 4000^3
+# chapter figures, then the sweeps over op sizes.
 R=$(cd "$(dirname "$0")/.." && pwd)
 . $R/.gpu/opencl-env.sh $R/.gpu/debs >/dev/null 2>&1
 d=$(ls -d /tmp/gpu-build/*/ 2>/dev/null | head -1)
