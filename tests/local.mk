@@ -74,23 +74,24 @@ GPAR_TAP_TESTS += tests/comm
 tests_comm_SOURCES = tests/comm.c tests/comm_ref.h $(GPAR_TEST_HDRS)
 tests_comm_LDADD = libgpar.la -lm
 
-# libgpar_mpi across ranks (issues 15, 21): mpirun -np 2 and -np 3 on this host (tests/mpi/run.sh,
-# which also passes the sanitizer suppressions of tests/lsan.supp and tests/tsan.supp to the
-# ranks); they skip when MPI is not built. nccl-np*.tap need CUDA GPUs (they skip without them).
+# libgpar_mpi across ranks: mpirun -np 2 and -np 3 on this host (tests/mpi/run.sh, which also
+# passes the sanitizer suppressions of tests/lsan.supp and tests/tsan.supp to the ranks); they
+# skip when MPI is not built. nccl-np*.tap need CUDA GPUs (they skip without them). The programs
+# share tests/mpi/mpi_test.h.
 TESTS += tests/mpi/np2.tap tests/mpi/np3.tap tests/mpi/faults-np2.tap tests/mpi/faults-np3.tap \
 	tests/mpi/nccl-np1.tap tests/mpi/nccl-np2.tap
-EXTRA_DIST += tests/mpi/run.sh tests/mpi/np2.tap tests/mpi/np3.tap tests/mpi/comm_mpi.c \
+EXTRA_DIST += tests/mpi/run.sh tests/mpi/np2.tap tests/mpi/np3.tap tests/mpi/comm_mpi.c tests/mpi/mpi_test.h \
 	tests/mpi/faults-np2.tap tests/mpi/faults-np3.tap tests/mpi/faults_mpi.c \
 	tests/mpi/nccl-np1.tap tests/mpi/nccl-np2.tap tests/mpi/nccl_mpi.c tests/mpi/run-gpu.sh tests/tsan.supp
 if HAVE_MPI
 check_PROGRAMS += tests/mpi/comm_mpi tests/mpi/faults_mpi tests/mpi/nccl_mpi
-tests_mpi_comm_mpi_SOURCES = tests/mpi/comm_mpi.c tests/comm_ref.h $(GPAR_TEST_HDRS)
+tests_mpi_comm_mpi_SOURCES = tests/mpi/comm_mpi.c tests/mpi/mpi_test.h tests/comm_ref.h $(GPAR_TEST_HDRS)
 tests_mpi_comm_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
 tests_mpi_comm_mpi_LDADD = libgpar_mpi.la libgpar.la $(MPI_LIBS) -lm
-tests_mpi_faults_mpi_SOURCES = tests/mpi/faults_mpi.c $(GPAR_TEST_HDRS)
+tests_mpi_faults_mpi_SOURCES = tests/mpi/faults_mpi.c tests/mpi/mpi_test.h $(GPAR_TEST_HDRS)
 tests_mpi_faults_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
 tests_mpi_faults_mpi_LDADD = libgpar_mpi.la libgpar.la $(MPI_LIBS)
-tests_mpi_nccl_mpi_SOURCES = tests/mpi/nccl_mpi.c $(GPAR_TEST_HDRS)
+tests_mpi_nccl_mpi_SOURCES = tests/mpi/nccl_mpi.c tests/mpi/mpi_test.h $(GPAR_TEST_HDRS)
 tests_mpi_nccl_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
 tests_mpi_nccl_mpi_LDADD = libgpar_mpi.la libgpar.la $(MPI_LIBS)
 endif
