@@ -1,5 +1,5 @@
-/* gpar_mpi.h: libgpar across processes and hosts through MPI (issue 15): a separate library,
- * libgpar_mpi (pkg-config gpar_mpi), so that libgpar itself never needs MPI.
+/* gpar_mpi.h: libgpar across processes and hosts through MPI: a separate library, libgpar_mpi
+ * (pkg-config gpar_mpi), so that libgpar itself never needs MPI.
  *
  * A communicator made by gpar_comm_create_mpi has as members every rank's listed devices,
  * numbered rank by rank (rank 0's devices first). gpar_allreduce, gpar_broadcast,

@@ -1,6 +1,6 @@
-# gpar_mpi.m4: --with-mpi: build libgpar_mpi (issue 15). Not given: build it when an MPI C
-# compiler wrapper's flags or pkg-config's mpi-c / ompi-c are found. --with-mpi: stop with an
-# error when not found. Sets MPI_CFLAGS, MPI_LIBS, MPIRUN and the HAVE_MPI conditional.
+# gpar_mpi.m4: --with-mpi: build libgpar_mpi. Not given: build it when an MPI C compiler
+# wrapper's flags or pkg-config's mpi-c / ompi-c are found. --with-mpi: stop with an error when
+# not found. Sets MPI_CFLAGS, MPI_LIBS, MPIRUN and the HAVE_MPI conditional.
 AC_DEFUN([GPAR_CHECK_MPI], [
 AC_ARG_WITH([mpi],
   [AS_HELP_STRING([--with-mpi], [build libgpar_mpi (collectives and messages across processes and hosts); default: when MPI is found])],
