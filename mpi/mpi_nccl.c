@@ -314,8 +314,8 @@ static int nccl_run(const gpar_native *nat, void *arg) {
   pthread_rwlock_unlock(&s->use);
   if (comm && !issued) {
     char why[256];
-    snprintf(why, sizeof why, "%s #%lu: NCCL call of member %d %s", gpar__mpi_kind_name(j->kind), j->seq, c->first + m->i,
-             r == ncclInProgress ? "still not enqueued after the timeout" : ncclGetErrorString(r));
+    snprintf(why, sizeof why, "%s #%lu: NCCL call of member %d %s", gpar__mpi_kind_name(j->kind), j->seq,
+             c->first + m->i, r == ncclInProgress ? "still not enqueued after the timeout" : ncclGetErrorString(r));
     if (r != ncclInProgress) atomic_store(&j->status, (int)r);
     nccl_abort(c, why); /* the other members' calls would wait for it forever */
   }
@@ -334,8 +334,8 @@ static int nccl_check(const gpar_native *nat, void *arg) {
   if (failed || atomic_load(&s->aborting))
     while (atomic_load(&s->aborting) && !atomic_load(&s->abort_done)) sched_yield();
   if (atomic_load(&j->status) != 0)
-    st = gpar__mpi_fail(GPAR_EBACKEND, "%s #%lu on rank %d through NCCL: %s", gpar__mpi_kind_name(j->kind), j->seq, c->rank,
-                        ncclGetErrorString((ncclResult_t)atomic_load(&j->status)));
+    st = gpar__mpi_fail(GPAR_EBACKEND, "%s #%lu on rank %d through NCCL: %s", gpar__mpi_kind_name(j->kind), j->seq,
+                        c->rank, ncclGetErrorString((ncclResult_t)atomic_load(&j->status)));
   else if (failed)
     st = gpar__mpi_fail(GPAR_ETIMEDOUT,
                         "%s #%lu on rank %d of %d through NCCL: %s (timeout %g s); the NCCL communicator was aborted "

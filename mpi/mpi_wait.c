@@ -67,8 +67,8 @@ int gpar__mpi_wait(gpar__mpi_job *j, MPI_Request *req, const char *what) {
       "communicator in the same order (a rank whose input failed skips its part); the communicator is broken from "
       "now on",
       name, j->seq, c->rank, c->size, what, j->timeout,
-      j->kind == GPAR__MPI_SEND   ? " and MPI did not cancel it (Open MPI never cancels a send): the message stays posted "
-                                    "with the data it had when the send started"
+      j->kind == GPAR__MPI_SEND   ? " and MPI did not cancel it (Open MPI never cancels a send): the message stays "
+                                    "posted with the data it had when the send started"
       : j->kind == GPAR__MPI_RECV ? " and MPI could not cancel it (already matched)"
                                   : "");
 }
