@@ -21,9 +21,6 @@ static inline int tu_want(int argc, char **argv, const char *name) {
   return 0;
 }
 
-/* Tests time with gpar_now, libgpar's clock; tu_now is its old name, kept for tests/mpi. */
-static inline double tu_now(void) { return gpar_now(); }
-
 static inline void tu_sleep_us(long us) {
   struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
   while (nanosleep(&ts, &ts) != 0) {

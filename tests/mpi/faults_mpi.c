@@ -1,28 +1,13 @@
-/* faults_mpi.c: libgpar_mpi when ranks fall out of step (issue 21), run by tests/mpi/run.sh with
- * 2 and 3 ranks: a late rank joining a timed-out collective or send after the early rank wrote
- * new data (items 1, 2), the timeout from the engine's config and set while an operation polls
- * (item 3; the race shows under --enable-tsan), MPI's limits refused at the call (item 9), a
- * failed submission enqueuing nothing (item 10), one CPU worker per communicator (item 12),
- * program order across ranks and a broken communicator after a timed-out collective (item 14).
- * Rank 0 prints TAP; every check is agreed by all ranks (MPI_Allreduce on MPI_COMM_WORLD), whose
+/* faults_mpi.c: libgpar_mpi when ranks fall out of step, run by tests/mpi/run.sh with 2 and 3
+ * ranks: MPI's limits refused at the call; program order across ranks; a late rank joining a
+ * timed-out collective or send after the early rank wrote new data, and a broken communicator
+ * after it; a failed submission enqueuing nothing; one CPU worker per communicator; the timeout
+ * from the engine's config and set while an operation polls (the race shows under
+ * --enable-tsan). Rank 0 prints TAP; every check is agreed by all ranks (mpi_test.h), whose
  * blocking calls also drive MPI's progress for the requests a timeout left behind. */
 #include <limits.h>
-#include <unistd.h>
-#include <mpi.h>
 
-#include "../testutil.h"
-#include "gpar_mpi.h"
-
-static int rank, size;
-
-/* ok() on rank 0 for a condition that must hold on every rank. */
-static int all_ok(int cond, const char *what) {
-  int all = 0;
-  MPI_Allreduce(&cond, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  if (!cond) diag("rank %d: failed: %s (%s)", rank, what, gpar_last_error());
-  if (rank == 0) ok(all, "%d ranks: %s", size, what);
-  return all;
-}
+#include "mpi_test.h"
 
 static gpar_engine *engine(unsigned backends, int host_threads) {
   gpar_config cfg;
@@ -38,26 +23,6 @@ static gpar_engine *engine(unsigned backends, int host_threads) {
 
 static int host_of(gpar_engine *eng) { return gpar_device_find(eng, GPAR_BACKEND_HOST, -1, 0); }
 
-static void fill(gpar_buffer b, size_t n, float v) {
-  float *h = malloc(n * sizeof *h);
-  for (size_t i = 0; i < n; i++) h[i] = v;
-  gpar_write(b, 0, h, n * sizeof *h);
-  free(h);
-}
-
-/* 1 when every element of b is v (and it reads back). */
-static int all_are(gpar_buffer b, size_t n, float v) {
-  float *h = malloc(n * sizeof *h);
-  int good = gpar_read(b, 0, h, n * sizeof *h) == GPAR_OK;
-  for (size_t i = 0; i < n && good; i++)
-    if (h[i] != v) {
-      diag("rank %d: element %zu is %g, want %g", rank, i, h[i], v);
-      good = 0;
-    }
-  free(h);
-  return good;
-}
-
 static void sync_send(int to) {
   int x = 1;
   MPI_Send(&x, 1, MPI_INT, to, 4242, MPI_COMM_WORLD);
@@ -70,7 +35,7 @@ static int sync_recv(int from) {
 }
 
 /* A host op that fills a float range; `after` (when set) must be nonzero first, then it sleeps
- * a while: the slow input of item 14's collective A. */
+ * a while: the slow input of program_order's collective A. */
 typedef struct fill_arg {
   float *p;
   size_t n;
@@ -91,41 +56,43 @@ static int fill_op(const gpar_native *nat, void *arg) {
   return GPAR_OK;
 }
 
-/* Item 9: sizes and tags MPI cannot take are refused at the call, nothing enqueued. */
+/* Sizes and tags MPI cannot take are refused at the call, nothing enqueued. */
 static void limits(gpar_engine *eng) {
   int hd = host_of(eng), peer = (rank + 1) % size;
   gpar_comm z;
-  if (!all_ok(gpar_comm_create_mpi(eng, MPI_COMM_WORLD, &hd, 1, &z) == GPAR_OK, "limits: gpar_comm_create_mpi")) return;
+  if (!mt_all_ok(gpar_comm_create_mpi(eng, MPI_COMM_WORLD, &hd, 1, &z) == GPAR_OK, "limits: gpar_comm_create_mpi"))
+    return;
   size_t big = (size_t)INT_MAX + 1;
   gpar_buffer b = {0};
   int made = gpar_buffer_create(eng, hd, big + 64, &b) == GPAR_OK; /* never touched: not committed */
-  if (!all_ok(made, "a CPU buffer of 2 GiB + 64 bytes")) {
+  if (!mt_all_ok(made, "a CPU buffer of 2 GiB + 64 bytes")) {
     gpar_comm_destroy(z);
     return;
   }
   gpar_stats s0, s1;
   gpar_wait_all(eng);
   gpar_stats_get(eng, &s0);
-  all_ok(gpar_send(z, b, 0, big, peer, 1) == GPAR_ENOTSUP, "send of INT_MAX + 1 bytes: GPAR_ENOTSUP at the call");
+  mt_all_ok(gpar_send(z, b, 0, big, peer, 1) == GPAR_ENOTSUP, "send of INT_MAX + 1 bytes: GPAR_ENOTSUP at the call");
   if (rank == 0) diag("message: %s", gpar_last_error());
-  all_ok(gpar_recv(z, b, 0, big, peer, 1) == GPAR_ENOTSUP, "receive of INT_MAX + 1 bytes: GPAR_ENOTSUP at the call");
+  mt_all_ok(gpar_recv(z, b, 0, big, peer, 1) == GPAR_ENOTSUP, "receive of INT_MAX + 1 bytes: GPAR_ENOTSUP at the call");
   size_t cnt = (size_t)INT_MAX / (sizeof(float) * (size_t)size) + 1; /* one member per rank */
-  all_ok(gpar_all_gather(z, &b, NULL, cnt, GPAR_FLOAT) == GPAR_ENOTSUP,
-         "all-gather of more than INT_MAX bytes in all through MPI: GPAR_ENOTSUP at the call");
+  mt_all_ok(gpar_all_gather(z, &b, NULL, cnt, GPAR_FLOAT) == GPAR_ENOTSUP,
+            "all-gather of more than INT_MAX bytes in all through MPI: GPAR_ENOTSUP at the call");
   if (rank == 0) diag("message: %s", gpar_last_error());
   int *ub = NULL, flag = 0;
   MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
   if (flag && ub && *ub < INT_MAX)
-    all_ok(gpar_send(z, b, 0, 4, peer, *ub + 1) == GPAR_EINVAL, "send with tag MPI_TAG_UB + 1: GPAR_EINVAL at the call");
+    mt_all_ok(gpar_send(z, b, 0, 4, peer, *ub + 1) == GPAR_EINVAL,
+              "send with tag MPI_TAG_UB + 1: GPAR_EINVAL at the call");
   else if (rank == 0)
     skip(1, "MPI_TAG_UB is INT_MAX in this MPI: no int tag lies above it");
   gpar_stats_get(eng, &s1);
-  all_ok(s1.ops_submitted == s0.ops_submitted, "the refused calls enqueued nothing");
+  mt_all_ok(s1.ops_submitted == s0.ops_submitted, "the refused calls enqueued nothing");
   gpar_buffer_release(b);
-  all_ok(gpar_comm_destroy(z) == GPAR_OK, "limits: gpar_comm_destroy");
+  mt_all_ok(gpar_comm_destroy(z) == GPAR_OK, "limits: gpar_comm_destroy");
 }
 
-/* Item 14: rank 0 gives collective A a slow input (written only after B's input, then 100 ms
+/* Rank 0 gives collective A a slow input (written only after B's input, then 100 ms
  * more) and then issues B; the others issue A with its input ready and B with its input 50 ms
  * later. Every rank must pair A with A (a library that lost program order would start B first on
  * rank 0 and A first on the others; the delays only make that likely, the results never depend
@@ -133,7 +100,8 @@ static void limits(gpar_engine *eng) {
 static void program_order(gpar_engine *eng) {
   int hd = host_of(eng);
   gpar_comm w;
-  if (!all_ok(gpar_comm_create_mpi(eng, MPI_COMM_WORLD, &hd, 1, &w) == GPAR_OK, "order: gpar_comm_create_mpi")) return;
+  if (!mt_all_ok(gpar_comm_create_mpi(eng, MPI_COMM_WORLD, &hd, 1, &w) == GPAR_OK, "order: gpar_comm_create_mpi"))
+    return;
   size_t n = 4096;
   gpar_buffer a = tu_buffer(eng, hd, n * sizeof(float)), b = tu_buffer(eng, hd, n * sizeof(float));
   float va = (float)(rank + 1), vb = 1000.0f * (float)(rank + 1);
@@ -147,7 +115,7 @@ static void program_order(gpar_engine *eng) {
     st |= gpar_submit(eng, GPAR_HOST, fill_op, &fb, NULL, 0, &b, 1);
     st |= gpar_allreduce(w, &b, NULL, n, GPAR_FLOAT, GPAR_SUM);
   } else {
-    fill(a, n, va);
+    mt_fill(a, GPAR_FLOAT, n, va);
     st |= gpar_allreduce(w, &a, NULL, n, GPAR_FLOAT, GPAR_SUM);
     fb.delay_us = 50000; /* B's input a little later than A's: A is started first here even if nothing orders them */
     st |= gpar_submit(eng, GPAR_HOST, fill_op, &fb, NULL, 0, &b, 1);
@@ -155,14 +123,15 @@ static void program_order(gpar_engine *eng) {
   }
   float sa = (float)(size * (size + 1) / 2), sb = 1000.0f * sa;
   int good = st == GPAR_OK && gpar_wait(a) == GPAR_OK && gpar_wait(b) == GPAR_OK;
-  good = good && all_are(a, n, sa) && all_are(b, n, sb);
-  all_ok(good, "collective A waits for its slow input on rank 0 and B after it: A pairs with A, B with B on every rank");
+  good = good && mt_all_are(a, GPAR_FLOAT, n, sa) && mt_all_are(b, GPAR_FLOAT, n, sb);
+  mt_all_ok(good,
+            "collective A waits for its slow input on rank 0 and B after it: A pairs with A, B with B on every rank");
   gpar_buffer_release(a);
   gpar_buffer_release(b);
-  all_ok(gpar_comm_destroy(w) == GPAR_OK, "order: gpar_comm_destroy");
+  mt_all_ok(gpar_comm_destroy(w) == GPAR_OK, "order: gpar_comm_destroy");
 }
 
-/* Items 1 and 14: rank 0's allreduce times out; after that rank 0 writes 100 into the buffer and
+/* Rank 0's allreduce times out; after that rank 0 writes 100 into the buffer and
  * into new pinned buffers (which may take over the staging block of its OpenCL member); then the
  * late ranks join. Their allreduce completes (rank 0's MPI finishes the abandoned one into memory
  * libgpar_mpi owns), and rank 0's 100s stay. Rank 0's communicator is broken. */
@@ -170,14 +139,15 @@ static void late_collective(gpar_engine *eng) {
   int devs[2] = {host_of(eng), -1}, nd = 1, cl = gpar_device_find(eng, GPAR_BACKEND_OPENCL, -1, 0);
   if (rank == 0 && cl >= 0) devs[nd++] = cl;
   gpar_comm x;
-  if (!all_ok(gpar_comm_create_mpi(eng, MPI_COMM_WORLD, devs, nd, &x) == GPAR_OK, "late: gpar_comm_create_mpi")) return;
+  if (!mt_all_ok(gpar_comm_create_mpi(eng, MPI_COMM_WORLD, devs, nd, &x) == GPAR_OK, "late: gpar_comm_create_mpi"))
+    return;
   int nm = 0;
   gpar_comm_info(x, &nm, NULL, NULL);
   size_t n = 1000;
   gpar_buffer bufs[2], pinned[4];
   for (int i = 0; i < nd; i++) {
     bufs[i] = tu_buffer(eng, devs[i], n * sizeof(float));
-    fill(bufs[i], n, 1.0f);
+    mt_fill(bufs[i], GPAR_FLOAT, n, 1.0f);
   }
   int good = 1;
   if (rank == 0) {
@@ -186,26 +156,27 @@ static void late_collective(gpar_engine *eng) {
     good = good && gpar_wait(bufs[0]) == GPAR_ETIMEDOUT;
     good = good && gpar_wait_all(eng) == GPAR_ETIMEDOUT && strstr(gpar_last_error(), "broken");
     diag("message: %s", gpar_last_error());
-    all_ok(good, "rank 0's allreduce that the other ranks have not issued: GPAR_ETIMEDOUT, communicator broken");
-    for (int i = 0; i < nd; i++) fill(bufs[i], n, 100.0f);
+    mt_all_ok(good, "rank 0's allreduce that the other ranks have not issued: GPAR_ETIMEDOUT, communicator broken");
+    for (int i = 0; i < nd; i++) mt_fill(bufs[i], GPAR_FLOAT, n, 100.0f);
     for (int i = 0; i < 4; i++) {
       pinned[i] = tu_buffer(eng, GPAR_HOST, n * sizeof(float));
-      fill(pinned[i], n, 100.0f);
+      mt_fill(pinned[i], GPAR_FLOAT, n, 100.0f);
     }
     good = gpar_wait_all(eng) == GPAR_OK;
     for (int r = 1; r < size; r++) sync_send(r); /* the late ranks may join now */
     for (int r = 1; r < size; r++) sync_recv(r); /* they have: MPI progressed rank 0's part meanwhile */
-    for (int i = 0; i < nd; i++) good = all_are(bufs[i], n, 100.0f) && good;
-    for (int i = 0; i < 4; i++) good = all_are(pinned[i], n, 100.0f) && good;
+    for (int i = 0; i < nd; i++) good = mt_all_are(bufs[i], GPAR_FLOAT, n, 100.0f) && good;
+    for (int i = 0; i < 4; i++) good = mt_all_are(pinned[i], GPAR_FLOAT, n, 100.0f) && good;
   } else {
-    all_ok(1, "rank 0's allreduce that the other ranks have not issued: GPAR_ETIMEDOUT, communicator broken");
+    mt_all_ok(1, "rank 0's allreduce that the other ranks have not issued: GPAR_ETIMEDOUT, communicator broken");
     sync_recv(0);
     good = gpar_allreduce(x, bufs, NULL, n, GPAR_FLOAT, GPAR_SUM) == GPAR_OK && gpar_wait(bufs[0]) == GPAR_OK;
-    good = good && all_are(bufs[0], n, (float)nm);
+    good = good && mt_all_are(bufs[0], GPAR_FLOAT, n, (float)nm);
     sync_send(0);
   }
-  all_ok(good, "late ranks join the timed-out allreduce: their result is right, and rank 0's later writes of 100 "
-               "(its buffers, new pinned buffers) are not overwritten");
+  mt_all_ok(good,
+            "late ranks join the timed-out allreduce: their result is right, and rank 0's later writes of 100 "
+            "(its buffers, new pinned buffers) are not overwritten");
   good = 1;
   if (rank == 0) { /* the other ranks do not issue it */
     gpar_stats s0, s1;
@@ -217,20 +188,22 @@ static void late_collective(gpar_engine *eng) {
     diag("message: %s", gpar_last_error());
     gpar_wait_all(eng);
   }
-  all_ok(good, "after the timed-out collective rank 0's communicator is broken: the next collective is refused at the "
-               "call (GPAR_ETIMEDOUT), nothing enqueued");
+  mt_all_ok(good,
+            "after the timed-out collective rank 0's communicator is broken: the next collective is refused at the "
+            "call (GPAR_ETIMEDOUT), nothing enqueued");
   for (int i = 0; i < nd; i++) gpar_buffer_release(bufs[i]);
   if (rank == 0)
     for (int i = 0; i < 4; i++) gpar_buffer_release(pinned[i]);
-  all_ok(gpar_comm_destroy(x) == GPAR_OK, "late: gpar_comm_destroy");
+  mt_all_ok(gpar_comm_destroy(x) == GPAR_OK, "late: gpar_comm_destroy");
 }
 
-/* Item 2: rank 0's send (large: not sent eagerly) times out; rank 0 then writes 100 into the
+/* Rank 0's send (large: not sent eagerly) times out; rank 0 then writes 100 into the
  * buffer; then rank 1 receives. It must get the bytes as they were when the send started. */
 static void late_receiver(gpar_engine *eng) {
   int hd = host_of(eng);
   gpar_comm y;
-  if (!all_ok(gpar_comm_create_mpi(eng, MPI_COMM_WORLD, &hd, 1, &y) == GPAR_OK, "late send: gpar_comm_create_mpi")) return;
+  if (!mt_all_ok(gpar_comm_create_mpi(eng, MPI_COMM_WORLD, &hd, 1, &y) == GPAR_OK, "late send: gpar_comm_create_mpi"))
+    return;
   size_t bytes = (size_t)4 << 20;
   gpar_buffer b = tu_buffer(eng, hd, bytes);
   int good = 1, broken = 0;
@@ -258,19 +231,20 @@ static void late_receiver(gpar_engine *eng) {
     MPI_Send(&x, 1, MPI_INT, 0, 4242, MPI_COMM_WORLD);
     good = x == 2;
   }
-  all_ok(good, "a send that timed out: the late receiver gets the data as it was when the send started, not bytes "
-               "written after the send failed");
+  mt_all_ok(good,
+            "a send that timed out: the late receiver gets the data as it was when the send started, not bytes "
+            "written after the send failed");
   if (rank == 0) {
     int st = gpar_send(y, b, 0, 4, 1, 6);
     good = broken ? st == GPAR_ETIMEDOUT : st == GPAR_OK;
     if (!broken) gpar_wait_all(eng);
   }
-  all_ok(good, "after a send MPI did not cancel the communicator is broken (one it cancelled stays usable)");
+  mt_all_ok(good, "after a send MPI did not cancel the communicator is broken (one it cancelled stays usable)");
   gpar_buffer_release(b);
-  all_ok(gpar_comm_destroy(y) == GPAR_OK, "late send: gpar_comm_destroy");
+  mt_all_ok(gpar_comm_destroy(y) == GPAR_OK, "late send: gpar_comm_destroy");
 }
 
-/* Item 10 (MPI path): rank 1 stages two OpenCL members; the second staging buffer cannot be
+/* All or none (MPI path): rank 1 stages two OpenCL members; the second staging buffer cannot be
  * made (pinned fault): the call fails and nothing is enqueued, not even the first member's copy.
  * The other ranks do not issue it; the next allreduce pairs as usual. */
 static void all_or_none(gpar_engine *eng) {
@@ -286,7 +260,8 @@ static void all_or_none(gpar_engine *eng) {
   if (rank == 1)
     for (int i = 0; i < 2; i++) devs[nd++] = gpar_device_find(eng, GPAR_BACKEND_OPENCL, -1, i);
   gpar_comm v;
-  if (!all_ok(gpar_comm_create_mpi(eng, MPI_COMM_WORLD, devs, nd, &v) == GPAR_OK, "all-or-none: gpar_comm_create_mpi"))
+  if (!mt_all_ok(gpar_comm_create_mpi(eng, MPI_COMM_WORLD, devs, nd, &v) == GPAR_OK,
+                 "all-or-none: gpar_comm_create_mpi"))
     return;
   int nm = 0;
   gpar_comm_info(v, &nm, NULL, NULL);
@@ -294,7 +269,7 @@ static void all_or_none(gpar_engine *eng) {
   gpar_buffer bufs[3];
   for (int i = 0; i < nd; i++) {
     bufs[i] = tu_buffer(eng, devs[i], n * sizeof(float));
-    fill(bufs[i], n, 1.0f);
+    mt_fill(bufs[i], GPAR_FLOAT, n, 1.0f);
   }
   int good = 1;
   if (rank == 1) {
@@ -309,31 +284,32 @@ static void all_or_none(gpar_engine *eng) {
     if (!good) diag("rank 1: status %s, %llu ops enqueued", gpar_status_name(st),
                     (unsigned long long)(s1.ops_submitted - s0.ops_submitted));
   }
-  all_ok(good, "a collective whose second staging buffer cannot be made fails at the call with nothing enqueued");
+  mt_all_ok(good, "a collective whose second staging buffer cannot be made fails at the call with nothing enqueued");
   good = gpar_allreduce(v, bufs, NULL, n, GPAR_FLOAT, GPAR_SUM) == GPAR_OK;
-  for (int i = 0; i < nd; i++) good = good && gpar_wait(bufs[i]) == GPAR_OK && all_are(bufs[i], n, (float)nm);
-  all_ok(good, "the next allreduce pairs across ranks as usual");
+  for (int i = 0; i < nd; i++)
+    good = good && gpar_wait(bufs[i]) == GPAR_OK && mt_all_are(bufs[i], GPAR_FLOAT, n, (float)nm);
+  mt_all_ok(good, "the next allreduce pairs across ranks as usual");
   gpar_wait_all(eng);
   for (int i = 0; i < nd; i++) gpar_buffer_release(bufs[i]);
-  all_ok(gpar_comm_destroy(v) == GPAR_OK, "all-or-none: gpar_comm_destroy");
+  mt_all_ok(gpar_comm_destroy(v) == GPAR_OK, "all-or-none: gpar_comm_destroy");
 }
 
-/* Item 12: a communicator's operation holds a CPU worker while it waits for other ranks, so an
+/* A communicator's operation holds a CPU worker while it waits for other ranks, so an
  * engine takes at most host_threads communicators; with that many, collectives issued in
  * opposite orders on two communicators complete. */
 static void workers(void) {
   gpar_engine *e1 = engine(GPAR_BACKEND_HOST, 1);
   int hd = host_of(e1);
   gpar_comm c1, c2;
-  all_ok(gpar_comm_create_mpi(e1, MPI_COMM_WORLD, &hd, 1, &c1) == GPAR_OK, "one host thread: first communicator");
+  mt_all_ok(gpar_comm_create_mpi(e1, MPI_COMM_WORLD, &hd, 1, &c1) == GPAR_OK, "one host thread: first communicator");
   int st = gpar_comm_create_mpi(e1, MPI_COMM_WORLD, &hd, 1, &c2);
-  all_ok(st == GPAR_ENOTSUP && strstr(gpar_last_error(), "host_threads"),
-         "one host thread: a second communicator is refused (GPAR_ENOTSUP naming host_threads)");
+  mt_all_ok(st == GPAR_ENOTSUP && strstr(gpar_last_error(), "host_threads"),
+            "one host thread: a second communicator is refused (GPAR_ENOTSUP naming host_threads)");
   if (rank == 0) diag("message: %s", gpar_last_error());
   if (st == GPAR_OK) gpar_comm_destroy(c2);
   gpar_comm_destroy(c1);
-  all_ok(gpar_comm_create_mpi(e1, MPI_COMM_WORLD, &hd, 1, &c2) == GPAR_OK,
-         "one host thread: a communicator again once the first is destroyed");
+  mt_all_ok(gpar_comm_create_mpi(e1, MPI_COMM_WORLD, &hd, 1, &c2) == GPAR_OK,
+            "one host thread: a communicator again once the first is destroyed");
   gpar_comm_destroy(c2);
   gpar_shutdown(e1);
 
@@ -341,11 +317,11 @@ static void workers(void) {
   hd = host_of(e2);
   int made = gpar_comm_create_mpi(e2, MPI_COMM_WORLD, &hd, 1, &c1) == GPAR_OK;
   made = gpar_comm_create_mpi(e2, MPI_COMM_WORLD, &hd, 1, &c2) == GPAR_OK && made;
-  if (!all_ok(made, "two host threads: two communicators")) return;
+  if (!mt_all_ok(made, "two host threads: two communicators")) return;
   size_t n = 512;
   gpar_buffer p = tu_buffer(e2, hd, n * sizeof(float)), q = tu_buffer(e2, hd, n * sizeof(float));
-  fill(p, n, 1.0f);
-  fill(q, n, 2.0f);
+  mt_fill(p, GPAR_FLOAT, n, 1.0f);
+  mt_fill(q, GPAR_FLOAT, n, 2.0f);
   gpar_mpi_set_timeout(c1, 20.0);
   gpar_mpi_set_timeout(c2, 20.0);
   if (rank % 2 == 0) {
@@ -355,15 +331,15 @@ static void workers(void) {
     st = gpar_allreduce(c2, &q, NULL, n, GPAR_FLOAT, GPAR_SUM);
     st |= gpar_allreduce(c1, &p, NULL, n, GPAR_FLOAT, GPAR_SUM);
   }
-  int good = st == GPAR_OK && gpar_wait_all(e2) == GPAR_OK && all_are(p, n, (float)size) &&
-             all_are(q, n, 2.0f * (float)size);
-  all_ok(good, "two host threads: allreduces on two communicators issued in opposite orders on odd and even ranks");
+  int good = st == GPAR_OK && gpar_wait_all(e2) == GPAR_OK && mt_all_are(p, GPAR_FLOAT, n, (float)size) &&
+             mt_all_are(q, GPAR_FLOAT, n, 2.0f * (float)size);
+  mt_all_ok(good, "two host threads: allreduces on two communicators issued in opposite orders on odd and even ranks");
   gpar_comm_destroy(c1);
   gpar_comm_destroy(c2);
   gpar_shutdown(e2);
 }
 
-/* Item 3: the timeout comes from the engine's config (not the environment), and setting it while
+/* The timeout comes from the engine's config (not the environment), and setting it while
  * an operation polls is not a data race (ThreadSanitizer builds report one otherwise). */
 static void timeouts(void) {
   const char *old = getenv("GPAR_COMM_TIMEOUT");
@@ -383,7 +359,7 @@ static void timeouts(void) {
   if (saved) setenv("GPAR_COMM_TIMEOUT", saved, 1);
   else unsetenv("GPAR_COMM_TIMEOUT");
   free(saved);
-  if (!all_ok(made, "timeouts: gpar_comm_create_mpi")) return;
+  if (!mt_all_ok(made, "timeouts: gpar_comm_create_mpi")) return;
   gpar_buffer b = tu_buffer(eng, hd, 64);
   int good = 1;
   if (rank == 0) {
@@ -392,7 +368,7 @@ static void timeouts(void) {
     diag("message: %s", gpar_last_error());
     gpar_wait_all(eng);
   }
-  all_ok(good, "the timeout is gpar_config.comm_timeout (1.25 s), not GPAR_COMM_TIMEOUT (2.5) read again");
+  mt_all_ok(good, "the timeout is gpar_config.comm_timeout (1.25 s), not GPAR_COMM_TIMEOUT (2.5) read again");
   /* Rank 0's receive polls while rank 0 sets the timeout; rank 1 sends only afterwards. */
   gpar_mpi_set_timeout(c, 30.0);
   if (rank == 0) {
@@ -402,24 +378,20 @@ static void timeouts(void) {
       tu_sleep_us(1000);
     }
     sync_send(1);
-    good = st == GPAR_OK && gpar_wait(b) == GPAR_OK && all_are(b, 1, 7.0f);
+    good = st == GPAR_OK && gpar_wait(b) == GPAR_OK && mt_all_are(b, GPAR_FLOAT, 1, 7.0f);
   } else if (rank == 1) {
     sync_recv(0);
-    fill(b, 1, 7.0f);
+    mt_fill(b, GPAR_FLOAT, 1, 7.0f);
     good = gpar_send(c, b, 0, 4, 0, 78) == GPAR_OK && gpar_wait_all(eng) == GPAR_OK;
   }
-  all_ok(good, "gpar_mpi_set_timeout while a receive polls; the receive completes");
+  mt_all_ok(good, "gpar_mpi_set_timeout while a receive polls; the receive completes");
   gpar_buffer_release(b);
-  all_ok(gpar_comm_destroy(c) == GPAR_OK, "timeouts: gpar_comm_destroy");
+  mt_all_ok(gpar_comm_destroy(c) == GPAR_OK, "timeouts: gpar_comm_destroy");
   gpar_shutdown(eng);
 }
 
 int main(int argc, char **argv) {
-  int level = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &level);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (rank != 0) dup2(2, 1); /* one TAP stream: rank 0's */
+  mt_start(&argc, &argv);
   tap_start();
   if (size < 2) bail_out("needs at least 2 ranks");
   gpar_engine *eng = engine(GPAR_BACKEND_HOST | GPAR_BACKEND_OPENCL, 3);
@@ -429,7 +401,7 @@ int main(int argc, char **argv) {
   late_collective(eng);
   late_receiver(eng);
   all_or_none(eng);
-  all_ok(gpar_shutdown(eng) == GPAR_OK, "shutdown");
+  mt_all_ok(gpar_shutdown(eng) == GPAR_OK, "shutdown");
   workers();
   timeouts();
   int rc = rank == 0 ? done_testing() : 0;

@@ -3,22 +3,22 @@
 # tests/tsan.supp to the ranks; they skip when MPI is not built. np*.tap: collectives and
 # send/receive against a reference (comm_mpi); faults-np*.tap: timeouts, late ranks and MPI's limits
 # (faults_mpi); nccl-np*.tap: the NCCL path, concurrent collectives on 1 rank x 2 GPUs and the
-# watchdog's abort on 2 ranks x 1 GPU (nccl_mpi; they skip without CUDA GPUs). Included by
-# Makefile.am after tests/local.mk (GPAR_TEST_HDRS).
+# watchdog's abort on 2 ranks x 1 GPU (nccl_mpi; they skip without CUDA GPUs). The programs share tests/mpi/mpi_test.h.
+# Included by Makefile.am after tests/local.mk (GPAR_TEST_HDRS).
 TESTS += tests/mpi/np2.tap tests/mpi/np3.tap tests/mpi/faults-np2.tap tests/mpi/faults-np3.tap \
 	tests/mpi/nccl-np1.tap tests/mpi/nccl-np2.tap
-EXTRA_DIST += tests/mpi/run.sh tests/mpi/np2.tap tests/mpi/np3.tap tests/mpi/comm_mpi.c \
+EXTRA_DIST += tests/mpi/run.sh tests/mpi/np2.tap tests/mpi/np3.tap tests/mpi/comm_mpi.c tests/mpi/mpi_test.h \
 	tests/mpi/faults-np2.tap tests/mpi/faults-np3.tap tests/mpi/faults_mpi.c \
 	tests/mpi/nccl-np1.tap tests/mpi/nccl-np2.tap tests/mpi/nccl_mpi.c tests/mpi/run-gpu.sh
 if HAVE_MPI
 check_PROGRAMS += tests/mpi/comm_mpi tests/mpi/faults_mpi tests/mpi/nccl_mpi
-tests_mpi_comm_mpi_SOURCES = tests/mpi/comm_mpi.c tests/comm_ref.h $(GPAR_TEST_HDRS)
+tests_mpi_comm_mpi_SOURCES = tests/mpi/comm_mpi.c tests/mpi/mpi_test.h tests/comm_ref.h $(GPAR_TEST_HDRS)
 tests_mpi_comm_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
 tests_mpi_comm_mpi_LDADD = libgpar_mpi.la libgpar.la $(MPI_LIBS) -lm
-tests_mpi_faults_mpi_SOURCES = tests/mpi/faults_mpi.c $(GPAR_TEST_HDRS)
+tests_mpi_faults_mpi_SOURCES = tests/mpi/faults_mpi.c tests/mpi/mpi_test.h $(GPAR_TEST_HDRS)
 tests_mpi_faults_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
 tests_mpi_faults_mpi_LDADD = libgpar_mpi.la libgpar.la $(MPI_LIBS)
-tests_mpi_nccl_mpi_SOURCES = tests/mpi/nccl_mpi.c $(GPAR_TEST_HDRS)
+tests_mpi_nccl_mpi_SOURCES = tests/mpi/nccl_mpi.c tests/mpi/mpi_test.h $(GPAR_TEST_HDRS)
 tests_mpi_nccl_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
 tests_mpi_nccl_mpi_LDADD = libgpar_mpi.la libgpar.la $(MPI_LIBS)
 endif

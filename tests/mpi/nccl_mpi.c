@@ -1,5 +1,5 @@
-/* nccl_mpi.c: libgpar_mpi's NCCL path (issue 21, items 10 and 11), run by tests/mpi/run.sh; it
- * needs CUDA GPUs and skips without them.
+/* nccl_mpi.c: libgpar_mpi's NCCL path, run by tests/mpi/run.sh; it needs CUDA GPUs and skips
+ * without them.
  * 1 rank, 2 GPUs (nccl-np1.tap): two threads issue allreduces of different sizes on one
  * communicator of both GPUs at once; every collective's members must be issued together, so
  * each result is exact (members of two collectives paired by NCCL would hang or mix data).
@@ -8,40 +8,8 @@
  * op reading it is skipped, the communicator refuses later collectives, and gpar_comm_destroy
  * and gpar_shutdown return (also with a collective still stuck at shutdown). */
 #include <pthread.h>
-#include <unistd.h>
-#include <mpi.h>
 
-#include "../testutil.h"
-#include "gpar_mpi.h"
-
-static int rank, size;
-
-static int all_ok(int cond, const char *what) {
-  int all = 0;
-  MPI_Allreduce(&cond, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  if (!cond) diag("rank %d: failed: %s (%s)", rank, what, gpar_last_error());
-  if (rank == 0) ok(all, "%d rank%s: %s", size, size == 1 ? "" : "s", what);
-  return all;
-}
-
-static void fill(gpar_buffer b, size_t n, double v) {
-  double *h = malloc(n * sizeof *h);
-  for (size_t i = 0; i < n; i++) h[i] = v;
-  gpar_write(b, 0, h, n * sizeof *h);
-  free(h);
-}
-
-static int all_are(gpar_buffer b, size_t n, double v) {
-  double *h = malloc(n * sizeof *h);
-  int good = gpar_read(b, 0, h, n * sizeof *h) == GPAR_OK;
-  for (size_t i = 0; i < n && good; i++)
-    if (h[i] != v) {
-      diag("rank %d: element %zu is %g, want %g", rank, i, h[i], v);
-      good = 0;
-    }
-  free(h);
-  return good;
-}
+#include "mpi_test.h"
 
 /* One thread's series of allreduces on its own pair of buffers: values double every time. */
 typedef struct series {
@@ -58,13 +26,13 @@ static void *run_series(void *arg) {
   return NULL;
 }
 
-/* Item 10: two threads, one communicator of two local GPUs. */
+/* Two threads, one communicator of two local GPUs. */
 static void two_threads(gpar_engine *eng, const int *gpus) {
   gpar_comm comm;
-  if (!all_ok(gpar_comm_create_mpi(eng, MPI_COMM_WORLD, gpus, 2, &comm) == GPAR_OK, "gpar_comm_create_mpi, 2 GPUs"))
+  if (!mt_all_ok(gpar_comm_create_mpi(eng, MPI_COMM_WORLD, gpus, 2, &comm) == GPAR_OK, "gpar_comm_create_mpi, 2 GPUs"))
     return;
   gpar_mpi_info mi;
-  all_ok(gpar_mpi_info_get(comm, &mi) == GPAR_OK && mi.nccl == 1, "collectives through NCCL");
+  mt_all_ok(gpar_mpi_info_get(comm, &mi) == GPAR_OK && mi.nccl == 1, "collectives through NCCL");
   gpar_mpi_set_timeout(comm, 20.0); /* a mispairing hangs: aborted after 20 s, not 300 */
   series s[2];
   int iters = 100;
@@ -72,7 +40,7 @@ static void two_threads(gpar_engine *eng, const int *gpus) {
     s[t] = (series){comm, {{0}}, t ? 4096 : 1000, iters, GPAR_OK};
     for (int d = 0; d < 2; d++) {
       s[t].bufs[d] = tu_buffer(eng, gpus[d], s[t].n * sizeof(double));
-      fill(s[t].bufs[d], s[t].n, d == 0 ? 1.0 : 0.0);
+      mt_fill(s[t].bufs[d], GPAR_DOUBLE, s[t].n, d == 0 ? 1.0 : 0.0);
     }
   }
   gpar_wait_all(eng);
@@ -83,65 +51,64 @@ static void two_threads(gpar_engine *eng, const int *gpus) {
   double want = 1.0;
   for (int i = 1; i < iters; i++) want *= 2; /* 1, 1, 2, 4, ...: 2^(iters-1) */
   for (int t = 0; t < 2 && good; t++)
-    for (int d = 0; d < 2 && good; d++) good = all_are(s[t].bufs[d], s[t].n, want);
-  all_ok(good, "two threads issuing allreduces of different sizes on one communicator: every result exact");
+    for (int d = 0; d < 2 && good; d++) good = mt_all_are(s[t].bufs[d], GPAR_DOUBLE, s[t].n, want);
+  mt_all_ok(good, "two threads issuing allreduces of different sizes on one communicator: every result exact");
   for (int t = 0; t < 2; t++)
     for (int d = 0; d < 2; d++) gpar_buffer_release(s[t].bufs[d]);
-  all_ok(gpar_comm_destroy(comm) == GPAR_OK, "gpar_comm_destroy");
+  mt_all_ok(gpar_comm_destroy(comm) == GPAR_OK, "gpar_comm_destroy");
 }
 
-/* Item 11: a collective rank 1 never issues. */
+/* A collective rank 1 never issues. */
 static void stuck(gpar_engine *eng, int gpu) {
   gpar_comm comm;
-  if (!all_ok(gpar_comm_create_mpi(eng, MPI_COMM_WORLD, &gpu, 1, &comm) == GPAR_OK, "gpar_comm_create_mpi, 1 GPU each"))
+  if (!mt_all_ok(gpar_comm_create_mpi(eng, MPI_COMM_WORLD, &gpu, 1, &comm) == GPAR_OK,
+                 "gpar_comm_create_mpi, 1 GPU each"))
     return;
   gpar_mpi_info mi;
-  all_ok(gpar_mpi_info_get(comm, &mi) == GPAR_OK && mi.nccl == 1, "collectives through NCCL");
+  mt_all_ok(gpar_mpi_info_get(comm, &mi) == GPAR_OK && mi.nccl == 1, "collectives through NCCL");
   size_t n = 1 << 16;
   gpar_buffer a = tu_buffer(eng, gpu, n * sizeof(double)), b = tu_buffer(eng, gpu, n * sizeof(double));
-  fill(a, n, 1.0);
+  mt_fill(a, GPAR_DOUBLE, n, 1.0);
   int good = gpar_allreduce(comm, &a, NULL, n, GPAR_DOUBLE, GPAR_SUM) == GPAR_OK && gpar_wait(a) == GPAR_OK &&
-             all_are(a, n, 2.0);
-  all_ok(good, "a matched allreduce");
+             mt_all_are(a, GPAR_DOUBLE, n, 2.0);
+  mt_all_ok(good, "a matched allreduce");
   gpar_mpi_set_timeout(comm, 3.0);
   good = 1;
   if (rank == 0) {
-    double t0 = tu_now();
+    double t0 = gpar_now();
     good = gpar_allreduce(comm, &a, NULL, n, GPAR_DOUBLE, GPAR_SUM) == GPAR_OK;
     good = good && gpar_copy(b, 0, a, 0, n * sizeof(double)) == GPAR_OK;
     int wa = gpar_wait(a);
-    diag("rank 0: gpar_wait after %.1f s: %s: %s", tu_now() - t0, gpar_status_name(wa), gpar_last_error());
+    diag("rank 0: gpar_wait after %.1f s: %s: %s", gpar_now() - t0, gpar_status_name(wa), gpar_last_error());
     good = good && wa == GPAR_ETIMEDOUT && strstr(gpar_last_error(), "aborted");
     good = good && gpar_wait(b) == GPAR_EDEPFAILED;
     gpar_wait_all(eng);
   }
-  all_ok(good, "an allreduce rank 1 never issues: aborted after the timeout, GPAR_ETIMEDOUT on its buffer, the copy "
-               "reading it skipped");
+  mt_all_ok(good,
+            "an allreduce rank 1 never issues: aborted after the timeout, GPAR_ETIMEDOUT on its buffer, the copy "
+            "reading it skipped");
   good = 1;
   if (rank == 0) good = gpar_allreduce(comm, &a, NULL, n, GPAR_DOUBLE, GPAR_SUM) == GPAR_ETIMEDOUT;
-  all_ok(good, "the aborted communicator refuses the next collective (GPAR_ETIMEDOUT)");
-  all_ok(gpar_comm_destroy(comm) == GPAR_OK, "gpar_comm_destroy returns after the abort");
+  mt_all_ok(good, "the aborted communicator refuses the next collective (GPAR_ETIMEDOUT)");
+  mt_all_ok(gpar_comm_destroy(comm) == GPAR_OK, "gpar_comm_destroy returns after the abort");
   gpar_buffer_release(a);
   gpar_buffer_release(b);
 
   /* Shutdown with a collective still stuck: the watchdog aborts it, shutdown returns. */
-  if (!all_ok(gpar_comm_create_mpi(eng, MPI_COMM_WORLD, &gpu, 1, &comm) == GPAR_OK, "a second communicator")) return;
+  if (!mt_all_ok(gpar_comm_create_mpi(eng, MPI_COMM_WORLD, &gpu, 1, &comm) == GPAR_OK, "a second communicator")) return;
   gpar_mpi_set_timeout(comm, 3.0);
   a = tu_buffer(eng, gpu, n * sizeof(double));
-  fill(a, n, 1.0);
+  mt_fill(a, GPAR_DOUBLE, n, 1.0);
   if (rank == 0) gpar_allreduce(comm, &a, NULL, n, GPAR_DOUBLE, GPAR_SUM);
   int st = gpar_shutdown(eng);
-  all_ok(rank != 0 || st == GPAR_ETIMEDOUT, "gpar_shutdown with a stuck collective returns (GPAR_ETIMEDOUT on rank 0)");
+  mt_all_ok(rank != 0 || st == GPAR_ETIMEDOUT,
+            "gpar_shutdown with a stuck collective returns (GPAR_ETIMEDOUT on rank 0)");
   gpar_comm_destroy(comm); /* after shutdown: frees what is left */
-  all_ok(1, "gpar_comm_destroy after shutdown returns");
+  mt_all_ok(1, "gpar_comm_destroy after shutdown returns");
 }
 
 int main(int argc, char **argv) {
-  int level = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &level);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (rank != 0) dup2(2, 1);
+  mt_start(&argc, &argv);
   gpar_config cfg;
   gpar_engine *eng = NULL;
   gpar_config_init(&cfg);
@@ -171,7 +138,7 @@ int main(int argc, char **argv) {
     int gpus[2] = {gpar_device_find(eng, GPAR_BACKEND_CUDA, GPAR_DEVICE_GPU, 0),
                    gpar_device_find(eng, GPAR_BACKEND_CUDA, GPAR_DEVICE_GPU, 1)};
     two_threads(eng, gpus);
-    all_ok(gpar_shutdown(eng) == GPAR_OK, "shutdown");
+    mt_all_ok(gpar_shutdown(eng) == GPAR_OK, "shutdown");
   } else {
     stuck(eng, gpar_device_find(eng, GPAR_BACKEND_CUDA, GPAR_DEVICE_GPU, lrank));
   }

@@ -1,5 +1,5 @@
 #!/bin/bash
-# run-gpu.sh: libgpar_mpi's GPU checks for issue 21 (items 10, 11) on a machine with 2 CUDA GPUs,
+# run-gpu.sh: libgpar_mpi's GPU checks (the NCCL path) on a machine with 2 CUDA GPUs,
 # NCCL and Open MPI: builds this tree in ./build-mpi-gpu, then runs
 #   1. tests/mpi/nccl_mpi with 1 rank x 2 GPUs (two threads on one NCCL communicator),
 #   2. tests/mpi/nccl_mpi with 2 ranks x 1 GPU (a collective one rank never issues: the watchdog

@@ -1,7 +1,7 @@
-/* gpar_mpi_nccl.c: collectives of an MPI communicator through NCCL when every member of every
- * rank is a CUDA device (issue 15). Rank 0 makes the NCCL unique id and MPI_Bcast sends it; each
- * rank joins its devices to a non-blocking NCCL communicator (ncclCommInitRankConfig, blocking 0)
- * inside one group. MPI never sees a device pointer.
+/* mpi_nccl.c: collectives of an MPI communicator through NCCL when every member of every rank
+ * is a CUDA device. Rank 0 makes the NCCL unique id and MPI_Bcast sends it; each rank joins its
+ * devices to a non-blocking NCCL communicator (ncclCommInitRankConfig, blocking 0) inside one
+ * group. MPI never sees a device pointer.
  * A collective is, on this rank, one user op per local member on that device (the device's
  * dispatcher enqueues the NCCL call on the op's stream, in the order the member's token imposes)
  * and one CPU op after them (the check op) that carries the collective's status to its buffers.
@@ -24,7 +24,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
-#include "gpar_mpi_internal.h"
+#include "mpi_internal.h"
 
 /* A member's NCCL call being watched: an event recorded after it, when it was enqueued. */
 typedef struct watched {
@@ -40,7 +40,7 @@ typedef struct nccl_state {
   gpar_buffer check_token;  /* written by every check op: destroy waits for them */
   pthread_t watchdog;
   int watching, stop;
-  pthread_mutex_t mu; /* w, nw, cap, stop */
+  pthread_mutex_t mu; /* w, nw, cap, stop; taken inside use, never around it */
   pthread_cond_t cv;
   watched *w;
   int nw, cap;
@@ -48,17 +48,6 @@ typedef struct nccl_state {
   atomic_int aborting, abort_done;
   ncclComm_t comms[];
 } nccl_state;
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static const char *kind_name(int kind) {
-  static const char *const n[] = {"gpar_allreduce", "gpar_broadcast", "gpar_reduce_scatter", "gpar_all_gather"};
-  return n[kind];
-}
 
 static int nccl_fail(ncclResult_t r, const char *what) {
   return gpar__mpi_fail(GPAR_EBACKEND, "%s: %s (%s)", what, ncclGetErrorString(r), ncclGetLastError(NULL));
@@ -118,10 +107,10 @@ static void *watchdog(void *arg) {
         *w = s->w[--s->nw];
         continue;
       }
-      double waited = now_s() - w->t;
+      double waited = gpar_now() - w->t;
       if (!*why && waited > w->j->timeout)
         snprintf(why, sizeof why, "%s #%lu through NCCL not complete after %.1f s (every rank must issue a "
-                 "communicator's collectives in the same order)", kind_name(w->j->kind), w->j->seq, waited);
+                 "communicator's collectives in the same order)", gpar__mpi_kind_name(w->j->kind), w->j->seq, waited);
       i++;
     }
     pthread_mutex_unlock(&s->mu);
@@ -165,7 +154,7 @@ static int watch(gpar__mpi_job *j, cudaStream_t stream) {
   }
   if (s->nw < s->cap) {
     atomic_fetch_add(&j->watched, 1);
-    s->w[s->nw++] = (watched){ev, now_s(), j};
+    s->w[s->nw++] = (watched){ev, gpar_now(), j};
   } else {
     ok = 0;
   }
@@ -177,7 +166,7 @@ static int watch(gpar__mpi_job *j, cudaStream_t stream) {
 /* Wait until comm's pending non-blocking work is done or deadline passes; its state. */
 static ncclResult_t settle(ncclComm_t comm, double deadline) {
   ncclResult_t ae = ncclInProgress;
-  while (ncclCommGetAsyncError(comm, &ae) == ncclSuccess && ae == ncclInProgress && now_s() < deadline) sched_yield();
+  while (ncclCommGetAsyncError(comm, &ae) == ncclSuccess && ae == ncclInProgress && gpar_now() < deadline) sched_yield();
   return ae;
 }
 
@@ -189,29 +178,21 @@ static void state_free(nccl_state *s) {
   free(s);
 }
 
-int gpar__mpi_nccl_setup(gpar__mpi_ctx *c, int ok) {
+/* 1 when this rank wants NCCL: every member a CUDA device (ok: nothing failed so far). */
+static int all_cuda(gpar__mpi_ctx *c, int ok) {
   const char *e = getenv("GPAR_COMM_STAGED");
   /* Synchronous mode runs each member's op inside its submit: several local members would wait
    * on each other, so those go through MPI. */
-  int mine = ok && !(e && atoi(e)) && !(c->synchronous && c->nlocal > 1), all = 0;
+  int mine = ok && !(e && atoi(e)) && !(c->synchronous && c->nlocal > 1);
   for (int i = 0; i < c->nlocal && mine; i++) {
     gpar_device_props p;
     mine = gpar_device_info(c->eng, c->devs[i], &p) == GPAR_OK && p.backend_id == GPAR_BACKEND_CUDA;
   }
-  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, c->mc);
-  c->nccl = 0;
-  if (!all) return GPAR_OK;
-  struct {
-    int ok;
-    ncclUniqueId id;
-  } msg;
-  memset(&msg, 0, sizeof msg);
-  msg.ok = 1;
-  int st = GPAR_OK;
-  if (c->rank == 0) msg.ok = ncclGetUniqueId(&msg.id) == ncclSuccess;
-  MPI_Bcast(&msg, (int)sizeof msg, MPI_BYTE, 0, c->mc); /* every rank learns whether it worked */
-  if (!msg.ok) return gpar__mpi_fail(GPAR_EBACKEND, "ncclGetUniqueId failed on rank 0");
-  ncclUniqueId id = msg.id;
+  return mine;
+}
+
+/* The state of c's local members, their CUDA ordinals filled in; NULL when out of memory. */
+static nccl_state *state_new(gpar__mpi_ctx *c) {
   nccl_state *s = calloc(1, sizeof *s + sizeof s->comms[0] * (size_t)c->nlocal);
   if (s) {
     s->tokens = calloc((size_t)c->nlocal, sizeof *s->tokens);
@@ -219,7 +200,7 @@ int gpar__mpi_nccl_setup(gpar__mpi_ctx *c, int ok) {
   }
   if (!s || !s->tokens || !s->cuda_index) {
     state_free(s);
-    return gpar__mpi_fail(GPAR_ENOMEM, "out of host memory");
+    return NULL;
   }
   s->n = c->nlocal;
   for (int i = 0; i < c->nlocal; i++) {
@@ -227,6 +208,12 @@ int gpar__mpi_nccl_setup(gpar__mpi_ctx *c, int ok) {
     gpar_device_info(c->eng, c->devs[i], &p);
     s->cuda_index[i] = p.backend_index;
   }
+  return s;
+}
+
+/* Join every local member to the NCCL communicator of id, in one group, and wait (at most the
+ * timeout) for the non-blocking initialisation of every rank's. */
+static int comms_init(gpar__mpi_ctx *c, nccl_state *s, ncclUniqueId id) {
   int prev = 0;
   cudaGetDevice(&prev);
   ncclResult_t r = ncclGroupStart();
@@ -242,14 +229,31 @@ int gpar__mpi_nccl_setup(gpar__mpi_ctx *c, int ok) {
   }
   ncclResult_t r2 = ncclGroupEnd();
   if (r == ncclSuccess || r == ncclInProgress) r = r2;
-  /* Non-blocking: wait for the initialisation (every rank's), at most the timeout. */
-  double deadline = now_s() + atomic_load(&c->timeout);
+  double deadline = gpar_now() + atomic_load(&c->timeout);
   for (int i = 0; i < c->nlocal && (r == ncclSuccess || r == ncclInProgress); i++)
     if (s->comms[i]) r = settle(s->comms[i], deadline);
   cudaSetDevice(prev);
-  if (r != ncclSuccess) st = r == ncclInProgress ? gpar__mpi_fail(GPAR_ETIMEDOUT, "ncclCommInitRankConfig: not complete "
-                                                                  "after %g s", atomic_load(&c->timeout))
-                                                 : nccl_fail(r, "ncclCommInitRankConfig");
+  if (r == ncclSuccess) return GPAR_OK;
+  return r == ncclInProgress ? gpar__mpi_fail(GPAR_ETIMEDOUT, "ncclCommInitRankConfig: not complete after %g s",
+                                              atomic_load(&c->timeout))
+                             : nccl_fail(r, "ncclCommInitRankConfig");
+}
+
+int gpar__mpi_nccl_setup(gpar__mpi_ctx *c, int ok) {
+  c->nccl = 0;
+  if (!gpar__mpi_agree(c->mc, all_cuda(c, ok))) return GPAR_OK;
+  struct {
+    int ok;
+    ncclUniqueId id;
+  } msg;
+  memset(&msg, 0, sizeof msg);
+  msg.ok = 1;
+  if (c->rank == 0) msg.ok = ncclGetUniqueId(&msg.id) == ncclSuccess;
+  MPI_Bcast(&msg, (int)sizeof msg, MPI_BYTE, 0, c->mc); /* every rank learns whether it worked */
+  if (!msg.ok) return gpar__mpi_fail(GPAR_EBACKEND, "ncclGetUniqueId failed on rank 0");
+  nccl_state *s = state_new(c);
+  if (!s) return gpar__mpi_fail(GPAR_ENOMEM, "out of host memory");
+  int st = comms_init(c, s, msg.id);
   for (int i = 0; i < c->nlocal && st == GPAR_OK; i++) st = gpar_buffer_create(c->eng, GPAR_HOST, 64, &s->tokens[i]);
   if (st == GPAR_OK) st = gpar_buffer_create(c->eng, GPAR_HOST, 64, &s->check_token);
   pthread_mutex_init(&s->mu, NULL);
@@ -290,8 +294,8 @@ static int nccl_run(const gpar_native *nat, void *arg) {
     default: r = ncclAllGather(mine, p, j->count, dt, comm, stream); break;
     }
     /* Non-blocking: the enqueue may finish later (it may wait for peers to connect). */
-    double start = now_s();
-    while (r == ncclInProgress && !atomic_load(&s->aborting) && now_s() - start <= j->timeout) {
+    double start = gpar_now();
+    while (r == ncclInProgress && !atomic_load(&s->aborting) && gpar_now() - start <= j->timeout) {
       sched_yield();
       if (ncclCommGetAsyncError(comm, &r) != ncclSuccess) r = ncclInternalError;
     }
@@ -304,8 +308,8 @@ static int nccl_run(const gpar_native *nat, void *arg) {
   pthread_rwlock_unlock(&s->use);
   if (comm && !issued) {
     char why[256];
-    snprintf(why, sizeof why, "%s #%lu: NCCL call of member %d %s", kind_name(j->kind), j->seq, c->first + m->i,
-             r == ncclInProgress ? "still not enqueued after the timeout" : ncclGetErrorString(r));
+    snprintf(why, sizeof why, "%s #%lu: NCCL call of member %d %s", gpar__mpi_kind_name(j->kind), j->seq,
+             c->first + m->i, r == ncclInProgress ? "still not enqueued after the timeout" : ncclGetErrorString(r));
     if (r != ncclInProgress) atomic_store(&j->status, (int)r);
     nccl_abort(c, why); /* the other members' calls would wait for it forever */
   }
@@ -324,13 +328,13 @@ static int nccl_check(const gpar_native *nat, void *arg) {
   if (failed || atomic_load(&s->aborting))
     while (atomic_load(&s->aborting) && !atomic_load(&s->abort_done)) sched_yield();
   if (atomic_load(&j->status) != 0)
-    st = gpar__mpi_fail(GPAR_EBACKEND, "%s #%lu on rank %d through NCCL: %s", kind_name(j->kind), j->seq, c->rank,
-                        ncclGetErrorString((ncclResult_t)atomic_load(&j->status)));
+    st = gpar__mpi_fail(GPAR_EBACKEND, "%s #%lu on rank %d through NCCL: %s", gpar__mpi_kind_name(j->kind), j->seq,
+                        c->rank, ncclGetErrorString((ncclResult_t)atomic_load(&j->status)));
   else if (failed)
     st = gpar__mpi_fail(GPAR_ETIMEDOUT,
                         "%s #%lu on rank %d of %d through NCCL: %s (timeout %g s); the NCCL communicator was aborted "
                         "and the communicator is broken",
-                        kind_name(j->kind), j->seq, c->rank, c->size,
+                        gpar__mpi_kind_name(j->kind), j->seq, c->rank, c->size,
                         atomic_load(&j->aborted) ? "aborted while in flight" : "not issued", j->timeout);
   atomic_store(&j->done, 1);
   return st;
@@ -386,7 +390,7 @@ void gpar__mpi_nccl_destroy(gpar__mpi_ctx *c) {
   s->nw = 0;
   int prev = 0;
   cudaGetDevice(&prev);
-  double deadline = now_s() + atomic_load(&c->timeout);
+  double deadline = gpar_now() + atomic_load(&c->timeout);
   for (int i = 0; i < s->n; i++) {
     if (!s->comms[i]) continue; /* aborted */
     cudaSetDevice(s->cuda_index[i]);

@@ -1,5 +1,5 @@
-/* gpar_mpi_nonccl.c: libgpar_mpi built without NCCL: every collective goes through MPI. */
-#include "gpar_mpi_internal.h"
+/* mpi_nonccl.c: libgpar_mpi built without NCCL: every collective goes through MPI. */
+#include "mpi_internal.h"
 
 int gpar__mpi_nccl_setup(gpar__mpi_ctx *c, int ok) {
   c->nccl = 0;
