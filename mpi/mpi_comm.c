@@ -169,11 +169,14 @@ static void ctx_init(create *k, MPI_Comm dup) {
 #endif
 }
 
-/* Step 5, collective: the members of every rank, numbered rank by rank; the token. */
+/* Step 5, collective: the members of every rank, numbered rank by rank; the token. Every rank
+ * first agrees that each has the memory to gather into (a rank without it would otherwise
+ * receive size ints into one), so all ranks gather, or none. */
 static int members(create *k) {
   gpar__mpi_ctx *c = k->c;
-  MPI_Allgather(&k->ndevs, 1, MPI_INT, c->counts ? c->counts : &c->nmembers, 1, MPI_INT, c->mc);
-  if (!c->counts || !c->devs) return gpar__mpi_fail(GPAR_ENOMEM, "out of host memory");
+  if (!gpar__mpi_agree(c->mc, c->counts && c->devs))
+    return gpar__mpi_fail(GPAR_ENOMEM, c->counts && c->devs ? "out of host memory on another rank" : "out of host memory");
+  MPI_Allgather(&k->ndevs, 1, MPI_INT, c->counts, 1, MPI_INT, c->mc);
   c->firsts = c->counts + c->size;
   for (int r = 0; r < c->size; r++) {
     c->firsts[r] = c->nmembers;
