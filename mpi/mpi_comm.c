@@ -174,8 +174,9 @@ static void ctx_init(create *k, MPI_Comm dup) {
  * receive size ints into one), so all ranks gather, or none. */
 static int members(create *k) {
   gpar__mpi_ctx *c = k->c;
-  if (!gpar__mpi_agree(c->mc, c->counts && c->devs))
-    return gpar__mpi_fail(GPAR_ENOMEM, c->counts && c->devs ? "out of host memory on another rank" : "out of host memory");
+  int have = c->counts && c->devs;
+  if (!gpar__mpi_agree(c->mc, have))
+    return gpar__mpi_fail(GPAR_ENOMEM, have ? "out of host memory on another rank" : "out of host memory");
   MPI_Allgather(&k->ndevs, 1, MPI_INT, c->counts, 1, MPI_INT, c->mc);
   c->firsts = c->counts + c->size;
   for (int r = 0; r < c->size; r++) {
