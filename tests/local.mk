@@ -98,3 +98,11 @@ endif
 GPAR_TAP_TESTS += tests/cuda_gemm_lt
 tests_cuda_gemm_lt_SOURCES = tests/cuda_gemm_lt.c $(GPAR_TEST_HDRS)
 tests_cuda_gemm_lt_LDADD = libgpar.la -lm
+
+# ---- BLAS breadth and element types (the blas branch): begin ----
+# An sblat3-style sweep of the strided-batched, mixed-precision, GEMV and level-1 calls on every
+# device against a double reference; element conversions and collectives of every element type.
+GPAR_TAP_TESTS += tests/blas_sweep
+tests_blas_sweep_SOURCES = tests/blas_sweep.c $(GPAR_TEST_HDRS)
+tests_blas_sweep_LDADD = libgpar.la -lm
+# ---- BLAS breadth and element types (the blas branch): end ----
