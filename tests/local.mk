@@ -105,4 +105,9 @@ tests_cuda_gemm_lt_LDADD = libgpar.la -lm
 GPAR_TAP_TESTS += tests/blas_sweep
 tests_blas_sweep_SOURCES = tests/blas_sweep.c $(GPAR_TEST_HDRS)
 tests_blas_sweep_LDADD = libgpar.la -lm
+GPAR_TAP_TESTS += tests/dtypes tests/comm_dtypes
+tests_dtypes_SOURCES = tests/dtypes.c $(GPAR_TEST_HDRS)
+tests_dtypes_LDADD = libgpar.la -lm
+tests_comm_dtypes_SOURCES = tests/comm_dtypes.c $(GPAR_TEST_HDRS)
+tests_comm_dtypes_LDADD = libgpar.la -lm
 # ---- BLAS breadth and element types (the blas branch): end ----
