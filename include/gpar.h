@@ -242,16 +242,18 @@ typedef struct gpar_stats {
   uint64_t pinned_bytes_pool; /* pinned host bytes held by the pool (free + in use) */
   uint64_t events_live;     /* backend events held by the engine's ops (pools not counted) */
   uint64_t graph_native_launches; /* graph parts run as one backend graph (CUDA graph) */
-  uint64_t gemm_lt_calls;     /* CUDA GEMMs enqueued through a cached cublasLt plan (captured: once) */
-  uint64_t gemm_lt_fallbacks; /* CUDA GEMMs enqueued by cublasSgemm/Dgemm instead (GPAR_CUBLASLT=0, or no
-                                 cublasLt algorithm for the shape); alpha == 0 or k == 0 count in neither */
+  uint64_t gemm_lt_calls;     /* CUDA GEMMs (plain, strided-batched, f16/bf16) enqueued through a cached cublasLt
+                                 plan (captured: once) */
+  uint64_t gemm_lt_fallbacks; /* CUDA GEMMs enqueued by cuBLAS's own call instead (cublasSgemm/Dgemm, their
+                                 StridedBatched forms, cublasGemmEx: GPAR_CUBLASLT=0, or no cublasLt algorithm
+                                 for the shape); alpha == 0 or k == 0 count in neither */
 } gpar_stats;
 
 /* Snapshot of the engine's counters. */
 GPAR_API int gpar_stats_get(gpar_engine *eng, gpar_stats *stats);
 
 /* Fault injection for tests: make the nth (1-based) later backend call of `kind` fail with
- * GPAR_EFAULT; n = 0 clears it. Kinds: "alloc", "pinned", "copy", "gemm", "fill", "user",
+ * GPAR_EFAULT; n = 0 clears it. Kinds: "alloc", "pinned", "copy", "gemm" (every BLAS call), "fill", "user",
  * "event", "completion", "register", "capture" (a graph part's capture into a backend graph
  * fails after its ops were captured: the part then replays op by op, without error). Also set by
  * env GPAR_FAULT=kind:n at gpar_init. */
@@ -500,7 +502,7 @@ GPAR_API int gpar_breakdown_get(gpar_engine *eng, gpar_breakdown *bd, int reset)
 
 /* ---- Graphs: record once, replay many ----
  * Between gpar_graph_begin and gpar_graph_end, the ops that the calling thread submits to that
- * engine (gpar_copy, gpar_write, gpar_fill, gpar_sgemm/dgemm, gpar_submit) are checked as usual
+ * engine (gpar_copy, gpar_write, gpar_fill, the BLAS calls, gpar_submit) are checked as usual
  * (a bad op returns its status and is not recorded; recording goes on) and recorded, not run.
  * A call that fails after part of it was recorded (a gpar_write of several 8 MiB staging chunks
  * whose later chunk gets no pinned memory, a gpar_copy staged through host memory) returns its

@@ -110,4 +110,12 @@ tests_dtypes_SOURCES = tests/dtypes.c $(GPAR_TEST_HDRS)
 tests_dtypes_LDADD = libgpar.la -lm
 tests_comm_dtypes_SOURCES = tests/comm_dtypes.c $(GPAR_TEST_HDRS)
 tests_comm_dtypes_LDADD = libgpar.la -lm
+# gpar-bench batched and gemm-ex: their records and refusals at tiny sizes (no timings asserted).
+TESTS += tests/bench/blas.tap
+EXTRA_DIST += tests/bench/blas.tap
+tests/bench/blas.log: tools/gpar-bench$(EXEEXT)
+clean-local: clean-blas-bench-test
+clean-blas-bench-test:
+	rm -rf tests/bench/blas.d
+.PHONY: clean-blas-bench-test
 # ---- BLAS breadth and element types (the blas branch): end ----
