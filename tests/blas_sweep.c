@@ -448,6 +448,37 @@ static void vec_sweep(gpar_engine *eng, int dev, const char *bk, int dbl) {
   free(cases);
 }
 
+/* gpar_gemm_ex rounds C to nearest, ties to even, once (from the f32 sum): k = 2 sums that are
+ * exact in f32 and fall on a tie, or past the largest finite value, in the output type. */
+static void rounding(gpar_engine *eng, int dev, const char *bk) {
+  static const double h[4][3] = {{1, 0x1p-11, 1}, {1 + 0x1p-10, 0x1p-11, 1 + 0x1p-9}, {65504, 16, INFINITY}, {-1, -0x1p-11, -1}};
+  static const double b[4][3] = {{1, 0x1p-8, 1}, {1 + 0x1p-7, 0x1p-8, 1 + 0x1p-6}, {0x1.fep127, 0x1p119, INFINITY},
+                                 {-1, -0x1p-8, -1}};
+  for (int t = GPAR_HALF; t <= GPAR_BFLOAT16; t++) {
+    const double(*v)[3] = t == GPAR_HALF ? h : b;
+    uint16_t a[8], one[2], c[4];
+    for (int i = 0; i < 4; i++) enc(t, a, (size_t)i, v[i][0]), enc(t, a, (size_t)i + 4, v[i][1]);
+    enc(t, one, 0, 1), enc(t, one, 1, 1);
+    gpar_buffer ba = tu_buffer(eng, dev, sizeof a), bb = tu_buffer(eng, dev, sizeof one), bc = tu_buffer(eng, dev, sizeof c);
+    int st = gpar_write(ba, 0, a, sizeof a);
+    if (!st) st = gpar_write(bb, 0, one, sizeof one);
+    if (!st) st = gpar_gemm_ex(GPAR_NO_TRANS, GPAR_NO_TRANS, 4, 1, 2, 1.0f, (gpar_dtype)t, ba, 0, 4, 0, bb, 0, 2, 0, 0.0f,
+                               (gpar_dtype)t, bc, 0, 4, 0, 1);
+    if (!st) st = gpar_read(bc, 0, c, sizeof c);
+    int good = st == GPAR_OK;
+    for (int i = 0; i < 4 && good; i++)
+      if (dec(t, c, (size_t)i) != v[i][2]) {
+        diag("  %s: %.9g + %.9g gave %.9g, want %.9g", t == GPAR_HALF ? "f16" : "bf16", v[i][0], v[i][1], dec(t, c, (size_t)i),
+             v[i][2]);
+        good = 0;
+      }
+    if (st) diag("  %s (%s)", gpar_status_name(st), gpar_last_error());
+    ok(good, "dev %d (%s): gpar_gemm_ex %s/%s rounds C once to nearest even (ties, overflow to infinity)", dev, bk,
+       t == GPAR_HALF ? "f16" : "bf16", t == GPAR_HALF ? "f16" : "bf16");
+    gpar_buffer_release(ba), gpar_buffer_release(bb), gpar_buffer_release(bc);
+  }
+}
+
 int main(void) {
   gpar_engine *eng = tu_engine(0, 0, 0);
   int ndev = gpar_device_count(eng);
@@ -455,12 +486,13 @@ int main(void) {
                                  {GPAR_HALF, GPAR_HALF, 1},   {GPAR_BFLOAT16, GPAR_FLOAT, 1}, {GPAR_BFLOAT16, GPAR_BFLOAT16, 1}};
   const int ngemm = (int)(sizeof gemms / sizeof gemms[0]);
   rs = tu_seed(27);
-  plan(ndev * (ngemm + 2) + 1);
+  plan(ndev * (ngemm + 4) + 1);
   for (int dev = 0; dev < ndev; dev++) {
     tu_devinfo info;
     if (tu_device_info(eng, dev, &info)) snprintf(info.backend, sizeof info.backend, "?");
     for (int g = 0; g < ngemm; g++) gemm_sweep(eng, dev, info.backend, gemms[g][0], gemms[g][1], gemms[g][2]);
     for (int dbl = 0; dbl < 2; dbl++) vec_sweep(eng, dev, info.backend, dbl);
+    rounding(eng, dev, info.backend);
   }
   is_status(gpar_shutdown(eng), GPAR_OK, "shutdown");
   return done_testing();
