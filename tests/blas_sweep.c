@@ -479,20 +479,68 @@ static void rounding(gpar_engine *eng, int dev, const char *bk) {
   }
 }
 
+/* Read sets are exact: a call that reads no element of an operand (alpha 0; DOT of n 0) does not
+ * wait for that operand's writer. A CPU op that holds A and x (in its write set) until released
+ * runs first; the calls below must all complete while it holds them (each gpar_wait returns
+ * before the release). Were A or x in their read sets, the waits would last until the holder
+ * gives up after 30 s, and the test fails then. */
+typedef struct gate {
+  atomic_int release, done;
+} gate;
+
+static int gate_fn(const gpar_native *nat, void *p) {
+  gate *g = p;
+  (void)nat;
+  tu_wait_flag(&g->release, 30.0);
+  atomic_store(&g->done, 1);
+  return GPAR_OK;
+}
+
+static void deps(gpar_engine *eng, int dev, const char *bk) {
+  gpar_buffer a = tu_buffer(eng, dev, 256), b = tu_buffer(eng, dev, 256), x = tu_buffer(eng, dev, 256);
+  gpar_buffer out[5];
+  for (int i = 0; i < 5; i++) out[i] = tu_buffer(eng, dev, 256), gpar_fill(out[i], 0, 256, 0xff); /* NaN */
+  gpar_fill(a, 0, 256, 0), gpar_fill(b, 0, 256, 0), gpar_fill(x, 0, 256, 0);
+  gpar_wait_all(eng);
+  static gate g;
+  atomic_store(&g.release, 0), atomic_store(&g.done, 0);
+  const gpar_buffer held[2] = {a, x};
+  const gpar_trans N = GPAR_NO_TRANS;
+  int st[6], early = 1;
+  st[0] = gpar_submit(eng, GPAR_HOST, gate_fn, &g, NULL, 0, held, 2);
+  st[1] = gpar_sgemm(N, N, 4, 4, 4, 0.0f, a, 0, 4, b, 0, 4, 0.0f, out[0], 0, 4);
+  st[2] = gpar_sgemm_strided_batched(N, N, 4, 4, 4, 0.0f, a, 0, 4, 16, b, 0, 4, 16, 0.0f, out[1], 0, 4, 16, 2);
+  st[3] = gpar_gemm_ex(N, N, 4, 4, 4, 0.0f, GPAR_HALF, a, 0, 4, 16, b, 0, 4, 16, 0.0f, GPAR_FLOAT, out[2], 0, 4, 16, 2);
+  st[4] = gpar_sgemv(N, 8, 8, 0.0f, a, 0, 8, x, 0, 1, 0.0f, out[3], 0, 1);
+  st[5] = gpar_sdot(0, x, 0, 1, x, 0, 1, out[4], 3);
+  for (int i = 0; i < 5; i++) early &= gpar_wait(out[i]) == GPAR_OK && !atomic_load(&g.done);
+  atomic_store(&g.release, 1);
+  int all = gpar_wait_all(eng) == GPAR_OK;
+  float v[2] = {1, 1};
+  all &= gpar_read(out[0], 0, &v[0], 4) == GPAR_OK && gpar_read(out[4], 12, &v[1], 4) == GPAR_OK;
+  for (int i = 0; i < 6; i++) all &= st[i] == GPAR_OK;
+  ok(all && early && v[0] == 0.0f && v[1] == 0.0f,
+     "dev %d (%s): alpha 0 GEMMs (plain, batched, f16), alpha 0 GEMV and a DOT of 0 elements wait for no writer of "
+     "what they do not read (results %g, %g)", dev, bk, v[0], v[1]);
+  gpar_buffer_release(a), gpar_buffer_release(b), gpar_buffer_release(x);
+  for (int i = 0; i < 5; i++) gpar_buffer_release(out[i]);
+}
+
 int main(void) {
-  gpar_engine *eng = tu_engine(0, 0, 0);
+  gpar_engine *eng = tu_engine(0, 4, 0); /* deps() holds one CPU worker */
   int ndev = gpar_device_count(eng);
   static const int gemms[][3] = {{GPAR_FLOAT, GPAR_FLOAT, 0}, {GPAR_DOUBLE, GPAR_DOUBLE, 0}, {GPAR_HALF, GPAR_FLOAT, 1},
                                  {GPAR_HALF, GPAR_HALF, 1},   {GPAR_BFLOAT16, GPAR_FLOAT, 1}, {GPAR_BFLOAT16, GPAR_BFLOAT16, 1}};
   const int ngemm = (int)(sizeof gemms / sizeof gemms[0]);
   rs = tu_seed(27);
-  plan(ndev * (ngemm + 4) + 1);
+  plan(ndev * (ngemm + 5) + 1);
   for (int dev = 0; dev < ndev; dev++) {
     tu_devinfo info;
     if (tu_device_info(eng, dev, &info)) snprintf(info.backend, sizeof info.backend, "?");
     for (int g = 0; g < ngemm; g++) gemm_sweep(eng, dev, info.backend, gemms[g][0], gemms[g][1], gemms[g][2]);
     for (int dbl = 0; dbl < 2; dbl++) vec_sweep(eng, dev, info.backend, dbl);
     rounding(eng, dev, info.backend);
+    deps(eng, dev, info.backend);
   }
   is_status(gpar_shutdown(eng), GPAR_OK, "shutdown");
   return done_testing();

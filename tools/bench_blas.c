@@ -108,7 +108,10 @@ static int blas_rounds(bench_ctx *ctx, int d, const blas_case *c, blas_times *t)
     if (st == GPAR_OK && t->raw_ok && (t->raw_ok = raw(&rc, &t->raw[r], &t->raw_what) == 0)) t->raw[r] /= c->iters;
   }
   if (st == GPAR_OK) {
-    if (t->loop) st = run_gpar(ctx, c, 1, 0, a, b, cc, &dummy, &o); /* the loop wrote C too: check the batched op's */
+    if (t->loop) { /* the loop wrote C too: check what one batched op writes over zeros */
+      st = gpar_fill(cc, 0, nc * cs, 0);
+      if (st == GPAR_OK) st = run_gpar(ctx, c, 1, 0, a, b, cc, &dummy, &o);
+    }
     check_c(ctx, cc, c);
   }
   gpar_wait_all(ctx->eng);
