@@ -126,6 +126,8 @@ int main(int argc, char **argv) {
            "allreduce past the end (or on a wrong device): refused");
     all_ok(gpar_broadcast(comm, bufs, NULL, 4, GPAR_FLOAT, nm) == GPAR_EINVAL || ndevs == 1,
            "broadcast from a root past the last member: GPAR_EINVAL");
+    all_ok(ndevs > 1 || gpar_allreduce(comm, bufs, NULL, 4, GPAR_HALF, GPAR_SUM) == GPAR_ENOTSUP,
+           "allreduce of f16 across processes: GPAR_ENOTSUP (float and double only)");
     gpar_stats_get(eng, &s1);
     all_ok(s1.ops_submitted == s0.ops_submitted, "bad input enqueued nothing");
 
