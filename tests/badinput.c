@@ -196,6 +196,12 @@ static void blas_cases(int host, gpar_buffer a, gpar_buffer b, gpar_buffer c, gp
   CASE(GPAR_EENGINE, gpar_gemm_ex(N, N, 4, 4, 4, 1.f, GPAR_HALF, a, 0, 4, 16, x2, 0, 4, 16, 0.f, GPAR_FLOAT, c, 0, 4, 16, 2));
   if (o.id) CASE(GPAR_EINVAL, gpar_gemm_ex(N, N, 4, 4, 4, 1.f, GPAR_HALF, a, 0, 4, 16, b, 0, 4, 16, 0.f, GPAR_FLOAT, o, 0, 4, 16, 2));
   CASE(GPAR_OK, gpar_gemm_ex(N, N, 4, 0, 4, 1.f, GPAR_BFLOAT16, a, 0, 4, 16, b, 0, 4, 16, 0.f, GPAR_FLOAT, c, 0, 4, 16, 2));
+}
+
+/* GEMV, AXPY, SCAL and DOT, with the buffers of blas_cases. */
+static void blas_vec_cases(int host, gpar_buffer a, gpar_buffer b, gpar_buffer c, gpar_buffer h, gpar_buffer r,
+                           gpar_buffer o, gpar_buffer x2) {
+  const gpar_trans N = GPAR_NO_TRANS, T = GPAR_TRANS;
   /* gemv: y = A x, A 8x8 */
   CASE(GPAR_EINVAL, gpar_sgemv(N, -1, 8, 1.f, a, 0, 8, b, 0, 1, 0.f, c, 0, 1));
   CASE(GPAR_EINVAL, gpar_sgemv(N, 8, 8, 1.f, a, 0, 7, b, 0, 1, 0.f, c, 0, 1));
@@ -369,6 +375,7 @@ static void device_cases(int d, gpar_buffer x2) {
   CASE(GPAR_ERANGE, gpar_dgemm(N, N, 12, 12, 12, 1., a, 0, 12, b, 0, 12, 0., c, 0, 12));
   CASE(GPAR_EALIAS, gpar_dgemm(N, N, 8, 8, 8, 1., a, 0, 8, b, 0, 8, 0., b, 0, 8));
   blas_cases(host, a, b, c, h, r, o, x2);
+  blas_vec_cases(host, a, b, c, h, r, o, x2);
   /* submit on this device */
   gpar_buffer one[1] = {a}, rel[1] = {r}, foreign[1] = {x2};
   CASE(GPAR_EBADBUF, gpar_submit(eng, d, noop_fn, NULL, rel, 1, one, 1));
