@@ -84,10 +84,12 @@ typedef struct mixed_scratch {
   float *a, *b, *c;
 } mixed_scratch;
 
-/* One entry g (offsets of that entry) with f16/bf16 A and B, C of c_type; s holds room for it.
+/* One entry g (offsets of that entry) with f16/bf16 A and B, C of c_type; s holds room for it
+ * (and the f32 copies of the previous entry's A and B, reused unless fresh_a / fresh_b).
  * A C of a half type is computed in s->c (f32, ld m: converted from C first unless beta == 0)
  * and rounded back into C's m x n elements. */
-static void host_gemm_mixed(const gpar__gemm_args *g, int ab_type, int c_type, const mixed_scratch *s) {
+static void host_gemm_mixed(const gpar__gemm_args *g, int ab_type, int c_type, const mixed_scratch *s, int fresh_a,
+                            int fresh_b) {
   const int m = g->m, n = g->n, k = g->k, half_c = c_type != GPAR_FLOAT;
   const int ar = g->trans_a == GPAR_NO_TRANS ? m : k, ac = g->trans_a == GPAR_NO_TRANS ? k : m;
   const int br = g->trans_b == GPAR_NO_TRANS ? k : n, bc = g->trans_b == GPAR_NO_TRANS ? n : k;
@@ -106,8 +108,8 @@ static void host_gemm_mixed(const gpar__gemm_args *g, int ab_type, int c_type, c
     }
     host_sbgemm(&f, g);
   } else {
-    mat_to_f32(s->a, (gpar_dtype)ab_type, g->a, g->a_off, ar, ac, g->lda);
-    mat_to_f32(s->b, (gpar_dtype)ab_type, g->b, g->b_off, br, bc, g->ldb);
+    if (fresh_a) mat_to_f32(s->a, (gpar_dtype)ab_type, g->a, g->a_off, ar, ac, g->lda);
+    if (fresh_b) mat_to_f32(s->b, (gpar_dtype)ab_type, g->b, g->b_off, br, bc, g->ldb);
     f.a = s->a, f.a_off = 0, f.lda = ar > 1 ? ar : 1;
     f.b = s->b, f.b_off = 0, f.ldb = br > 1 ? br : 1;
     gpar__host_gemm(NULL, 0, &f);
@@ -131,8 +133,8 @@ int gpar__host_gemm_ex(gpar__bdev *dev, int lane, const gpar__gemm_ex_args *x) {
     g.a_off += (size_t)i * (size_t)x->stride_a;
     g.b_off += (size_t)i * (size_t)x->stride_b;
     g.c_off += (size_t)i * (size_t)x->stride_c;
-    if (mixed)
-      host_gemm_mixed(&g, x->ab_type, x->c_type, &s);
+    if (mixed) /* a stride of 0 shares one A (B) with every entry: converted once */
+      host_gemm_mixed(&g, x->ab_type, x->c_type, &s, i == 0 || x->stride_a, i == 0 || x->stride_b);
     else
       gpar__host_gemm(dev, lane, &g);
   }
