@@ -526,6 +526,61 @@ static void deps(gpar_engine *eng, int dev, const char *bk) {
   for (int i = 0; i < 5; i++) gpar_buffer_release(out[i]);
 }
 
+/* The new calls inside an op graph (a CUDA part is captured into one CUDA graph, others replay):
+ * a strided batch, an f16 GEMM, a GEMV and a DOT into a buffer, recorded once and launched twice,
+ * give what they give eagerly (the second launch starts from the first one's y). */
+static void graphed(gpar_engine *eng, int dev, const char *bk) {
+  enum { M = 6 };
+  float a[2 * M * M], x[M], one = 1.0f;
+  uint16_t h[M * M];
+  for (int i = 0; i < 2 * M * M; i++) a[i] = (float)(i % 5) - 2.0f;
+  for (int i = 0; i < M; i++) x[i] = (float)i * 0.5f;
+  for (int i = 0; i < M * M; i++) h[i] = gpar_half_from_float(a[i]);
+  gpar_buffer ba = tu_buffer(eng, dev, sizeof a), bh = tu_buffer(eng, dev, sizeof h), bx = tu_buffer(eng, dev, sizeof x);
+  gpar_buffer bc = tu_buffer(eng, dev, sizeof a), be = tu_buffer(eng, dev, M * M * 4), by = tu_buffer(eng, dev, sizeof x);
+  gpar_buffer br = tu_buffer(eng, dev, 8);
+  gpar_write(ba, 0, a, sizeof a), gpar_write(bh, 0, h, sizeof h), gpar_write(bx, 0, x, sizeof x);
+  gpar_write(by, 0, x, sizeof x), gpar_write(br, 0, &one, 4);
+  gpar_graph *g = NULL;
+  const gpar_trans N = GPAR_NO_TRANS;
+  int st = gpar_graph_begin(eng);
+  if (!st) st = gpar_sgemm_strided_batched(N, N, M, M, M, 1.0f, ba, 0, M, M * M, ba, 0, M, 0, 0.0f, bc, 0, M, M * M, 2);
+  if (!st) st = gpar_gemm_ex(N, GPAR_TRANS, M, M, M, 1.0f, GPAR_HALF, bh, 0, M, 0, bh, 0, M, 0, 0.0f, GPAR_FLOAT, be, 0, M, 0, 1);
+  if (!st) st = gpar_sgemv(GPAR_TRANS, M, M, 0.25f, ba, 0, M, bx, 0, 1, 1.0f, by, 0, 1);
+  if (!st) st = gpar_sdot(M, by, 0, 1, bx, 0, 1, br, 1);
+  int end = gpar_graph_end(eng, &g);
+  if (!st) st = end;
+  for (int l = 0; l < 2 && !st; l++) st = gpar_graph_launch(g);
+  if (!st) st = gpar_wait_all(eng);
+  float c[2 * M * M], e[M * M], y[M], r[2];
+  if (!st) st = gpar_read(bc, 0, c, sizeof c) || gpar_read(be, 0, e, sizeof e) || gpar_read(by, 0, y, sizeof y) ||
+                gpar_read(br, 0, r, sizeof r);
+  int good = st == GPAR_OK;
+  double yr[M], dot = 0;
+  for (int i = 0; i < M; i++) yr[i] = x[i];
+  for (int l = 0; l < 2; l++)
+    for (int j = 0; j < M; j++) {
+      double sum = 0;
+      for (int p = 0; p < M; p++) sum += a[p + j * M] * x[p];
+      yr[j] += 0.25 * sum;
+    }
+  for (int i = 0; i < M; i++) dot += yr[i] * x[i];
+  for (int b = 0; b < 2 && good; b++)
+    for (int j = 0; j < M && good; j++)
+      for (int i = 0; i < M && good; i++) {
+        double want = 0, want_e = 0;
+        for (int p = 0; p < M; p++) want += a[b * M * M + i + p * M] * a[p + j * M], want_e += a[i + p * M] * a[j + p * M];
+        good = c[b * M * M + i + j * M] == (float)want && (b || e[i + j * M] == (float)want_e);
+      }
+  for (int i = 0; i < M && good; i++) good = fabs(y[i] - yr[i]) <= 1e-5 * (1 + fabs(yr[i]));
+  good = good && fabs(r[1] - dot) <= 1e-4 * (1 + fabs(dot)) && r[0] == 1.0f;
+  if (st) diag("  %s (%s)", gpar_status_name(st), gpar_last_error());
+  ok(good, "dev %d (%s): a batched, an f16 GEMM, a GEMV and a DOT recorded in a graph, launched twice", dev, bk);
+  if (g) gpar_graph_destroy(g);
+  gpar_buffer bs[7] = {ba, bh, bx, bc, be, by, br};
+  for (int i = 0; i < 7; i++) gpar_buffer_release(bs[i]);
+}
+
 int main(void) {
   gpar_engine *eng = tu_engine(0, 4, 0); /* deps() holds one CPU worker */
   int ndev = gpar_device_count(eng);
@@ -533,7 +588,7 @@ int main(void) {
                                  {GPAR_HALF, GPAR_HALF, 1},   {GPAR_BFLOAT16, GPAR_FLOAT, 1}, {GPAR_BFLOAT16, GPAR_BFLOAT16, 1}};
   const int ngemm = (int)(sizeof gemms / sizeof gemms[0]);
   rs = tu_seed(27);
-  plan(ndev * (ngemm + 5) + 1);
+  plan(ndev * (ngemm + 6) + 1);
   for (int dev = 0; dev < ndev; dev++) {
     tu_devinfo info;
     if (tu_device_info(eng, dev, &info)) snprintf(info.backend, sizeof info.backend, "?");
@@ -541,6 +596,7 @@ int main(void) {
     for (int dbl = 0; dbl < 2; dbl++) vec_sweep(eng, dev, info.backend, dbl);
     rounding(eng, dev, info.backend);
     deps(eng, dev, info.backend);
+    graphed(eng, dev, info.backend);
   }
   is_status(gpar_shutdown(eng), GPAR_OK, "shutdown");
   return done_testing();
