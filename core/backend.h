@@ -47,33 +47,19 @@ typedef struct gpar__copy_args {
   gpar__bdev *peer; /* GPAR__COPY_PEER: the destination device */
 } gpar__copy_args;
 
-/* A GEMM in BLAS column-major form; offsets in elements; elem_size 4 (float) or 8 (double). */
-typedef struct gpar__gemm_args {
-  int elem_size;
-  gpar_trans trans_a, trans_b;
-  int m, n, k;
-  double alpha, beta;
-  void *a;
-  size_t a_off;
-  int lda;
-  void *b;
-  size_t b_off;
-  int ldb;
-  void *c;
-  size_t c_off;
-  int ldc;
-  int no_event; /* hint: the core records no event right after this GEMM (OpenCL: no cl_event) */
-} gpar__gemm_args;
+/* GEMM, GEMV and level-1 BLAS arguments, and the GEMM plan key (backend_blas.h). */
+#include "backend_blas.h"
 
 /* A reduction on the CPU (collectives staged through host memory): dst[0] = src[0] op src[1]
- * op ... (count elements of elem_size 4 or 8 bytes, op a gpar_redop), then dst[1..] = dst[0].
- * dst[0] aliases no source; dst[1..] may alias sources. */
+ * op ... (count elements of type dtype, elem_size bytes each, op a gpar_redop), then dst[1..] =
+ * dst[0]. dst[0] aliases no source; dst[1..] may alias sources. */
 typedef struct gpar__reduce_args {
   int elem_size;
   int op;
   size_t count;
   int nsrc, ndst;
   void **src, **dst; /* host pointers, offsets applied */
+  int dtype;         /* gpar_dtype */
 } gpar__reduce_args;
 
 /* One member's part of a collective run by the backend's collective library (NCCL): the
@@ -89,6 +75,7 @@ typedef struct gpar__coll_args {
   int op;    /* gpar_redop */
   int root;
   int warned; /* core: the watchdog has reported it */
+  int dtype;  /* gpar_dtype (elem_size bytes each) */
 } gpar__coll_args;
 
 /* Flags for event_record. */
@@ -146,6 +133,14 @@ typedef struct gpar__backend_ops {
   int (*copy)(gpar__bdev *dev, int lane, const gpar__copy_args *a);
   int (*fill)(gpar__bdev *dev, int lane, void *mem, size_t off, size_t bytes, unsigned char value);
   int (*gemm)(gpar__bdev *dev, int lane, const gpar__gemm_args *a);
+  /* Optional (NULL: the core refuses the call with GPAR_ENOTSUP and a message): the general GEMM
+   * (strided batches, f16/bf16 operands with f32 sums), GEMV, AXPY, SCAL and DOT, each on the
+   * lane the core picks (the compute lane); their rules are in backend_blas.h. */
+  int (*gemm_ex)(gpar__bdev *dev, int lane, const gpar__gemm_ex_args *a);
+  int (*gemv)(gpar__bdev *dev, int lane, const gpar__gemv_args *a);
+  int (*axpy)(gpar__bdev *dev, int lane, const gpar__blas1_args *a);
+  int (*scal)(gpar__bdev *dev, int lane, const gpar__blas1_args *a);
+  int (*dot)(gpar__bdev *dev, int lane, const gpar__blas1_args *a);
   /* Optional, any thread: GEMMs this device ran through a plan cached per shape (CUDA:
    * cublasLt) and GEMMs it ran by the plain BLAS call instead (gpar_stats). */
   void (*gemm_counts)(gpar__bdev *dev, uint64_t *planned, uint64_t *fallback);

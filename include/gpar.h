@@ -5,10 +5,12 @@
  *
  * Conventions a caller can rely on:
  * - Zero sizes. A copy, write, read or fill of zero bytes is refused (GPAR_EINVAL, nothing
- *   enqueued), as is a buffer of zero bytes. A GEMM with m == 0 or n == 0 is a BLAS quick
- *   return: GPAR_OK once its arguments check out, nothing enqueued.
+ *   enqueued), as is a buffer of zero bytes. A GEMM with m == 0 or n == 0, or with alpha == 0
+ *   or k == 0 and beta == 1, is a BLAS quick return: GPAR_OK once its arguments check out,
+ *   nothing enqueued.
  * - The BLAS rule. A GEMM with alpha == 0 or k == 0 does not read A or B (NaN or garbage there
- *   stays out): it computes C = beta * C. beta == 0 makes C write-only in every GEMM: C gets
+ *   stays out, and they are not in its read set: it waits for no writer of them): it computes
+ *   C = beta * C. beta == 0 makes C write-only in every GEMM: C gets
  *   exact results (zeros when alpha or k is 0) even where it held NaN, as reference BLAS does.
  *   Rows of C past m (ldc > m) are never touched. Every backend and device follows this.
  * - Overlap is checked by address range, not by element. gpar_copy within one buffer and a GEMM
@@ -244,16 +246,18 @@ typedef struct gpar_stats {
   uint64_t pinned_bytes_pool; /* pinned host bytes held by the pool (free + in use) */
   uint64_t events_live;     /* backend events held by the engine's ops (pools not counted) */
   uint64_t graph_native_launches; /* graph parts run as one backend graph (CUDA graph) */
-  uint64_t gemm_lt_calls;     /* CUDA GEMMs enqueued through a cached cublasLt plan (captured: once) */
-  uint64_t gemm_lt_fallbacks; /* CUDA GEMMs enqueued by cublasSgemm/Dgemm instead (GPAR_CUBLASLT=0, or no
-                                 cublasLt algorithm for the shape); alpha == 0 or k == 0 count in neither */
+  uint64_t gemm_lt_calls;     /* CUDA GEMMs (plain, strided-batched, f16/bf16) enqueued through a cached cublasLt
+                                 plan (captured: once) */
+  uint64_t gemm_lt_fallbacks; /* CUDA GEMMs enqueued by cuBLAS's own call instead (cublasSgemm/Dgemm, their
+                                 StridedBatched forms, cublasGemmEx: GPAR_CUBLASLT=0, or no cublasLt algorithm
+                                 for the shape); alpha == 0 or k == 0 count in neither */
 } gpar_stats;
 
 /* Snapshot of the engine's counters. */
 GPAR_API int gpar_stats_get(gpar_engine *eng, gpar_stats *stats);
 
 /* Fault injection for tests: make the nth (1-based) later backend call of `kind` fail with
- * GPAR_EFAULT; n = 0 clears it. Kinds: "alloc", "pinned", "copy", "gemm", "fill", "user",
+ * GPAR_EFAULT; n = 0 clears it. Kinds: "alloc", "pinned", "copy", "gemm" (every BLAS call), "fill", "user",
  * "event", "completion", "register", "capture" (a graph part's capture into a backend graph
  * fails after its ops were captured: the part then replays op by op, without error). Also set by
  * env GPAR_FAULT=kind:n at gpar_init. */
@@ -318,6 +322,12 @@ GPAR_API int gpar_pinned_status(gpar_engine *eng, int *provider, unsigned *regis
  * - NCCL needs every GPU to enqueue the collectives it shares with other GPUs in one order:
  *   two communicators over the same GPUs must not have collectives in flight at once unless
  *   data orders them (e.g. the second reads what the first wrote), or NCCL may deadlock.
+ * - Element types: all five gpar_dtype values on every path of one process. NCCL takes them
+ *   natively (ncclFloat16, ncclBfloat16, ncclInt32); the staged path's CPU reduction sums f16 and
+ *   bf16 in f32 over all members and rounds once to nearest even, compares them in f32 for MAX
+ *   and MIN (the NaN rule above), and sums int32 exactly, wrapping modulo 2^32 as NCCL does.
+ *   Across processes (gpar_mpi.h) only GPAR_FLOAT and GPAR_DOUBLE: others are refused there
+ *   with GPAR_ENOTSUP, nothing issued.
  * - Paths: CUDA members of one process with NCCL built use NCCL (a non-blocking clique made with
  *   ncclCommInitRankConfig, one stream per device: the peer lane). Every other set (CPU, OpenCL, mixed, CUDA without NCCL) is staged
  *   through GPAR_HOST memory with the engine's copies and one reduction op on the CPU. */
@@ -328,8 +338,8 @@ typedef struct gpar_comm {
   uint64_t id; /* opaque; 0 is never valid */
 } gpar_comm;
 
-/* Element types of collectives. */
-typedef enum { GPAR_FLOAT = 0, GPAR_DOUBLE = 1 } gpar_dtype;
+/* Element types (collectives, mixed-precision GEMM, array ops); GPAR_HALF and GPAR_BFLOAT16 are IEEE binary16 and bfloat16 storage, uint16_t in memory. */
+typedef enum { GPAR_FLOAT = 0, GPAR_DOUBLE = 1, GPAR_HALF = 2, GPAR_BFLOAT16 = 3, GPAR_INT32 = 4 } gpar_dtype;
 /* Reductions of collectives. */
 typedef enum { GPAR_SUM = 0, GPAR_MAX = 1, GPAR_MIN = 2 } gpar_redop;
 
@@ -390,6 +400,93 @@ GPAR_API void *gpar_comm_transport_ctx(gpar_comm comm);
 GPAR_API int gpar_error_set(int status, const char *msg);
 /* Size in bytes of one element of dtype (0 for an unknown type). */
 GPAR_API size_t gpar_dtype_size(gpar_dtype dtype);
+
+/* ---- Element conversions on the host ----
+ * f32 to f16 and to bf16 round to nearest, ties to even (as cuBLAS, CUDA's __float2half_rn and
+ * OpenCL's vstore_half_rte do); a NaN stays a NaN (quiet), f16 overflow gives infinity, f16
+ * underflow gives subnormals and zero with the sign kept. f16 and bf16 to f32 are exact. */
+GPAR_API uint16_t gpar_half_from_float(float x);
+GPAR_API float gpar_half_to_float(uint16_t h);
+GPAR_API uint16_t gpar_bfloat16_from_float(float x);
+GPAR_API float gpar_bfloat16_to_float(uint16_t h);
+/* Convert n elements of host memory from src (of src_type) to dst (of dst_type), for any pair
+ * of GPAR_FLOAT, GPAR_HALF and GPAR_BFLOAT16 (one rounding, as above; equal types copy). dst
+ * and src must not overlap unless equal with equal types. GPAR_EINVAL for another type or a
+ * NULL pointer with n > 0. */
+GPAR_API int gpar_convert(void *dst, gpar_dtype dst_type, const void *src, gpar_dtype src_type, size_t n);
+
+/* ---- More BLAS: strided-batched and mixed-precision GEMM, GEMV, AXPY, SCAL, DOT ----
+ * Column-major, offsets, leading dimensions and strides in elements of the operand's type. Each
+ * call is one op on its output's device (C, y, x for SCAL, the result for DOT) through cuBLAS /
+ * cublasLt, CLBlast or OpenBLAS; every other operand must be on that device (or all in host
+ * memory: GPAR_HOST buffers and the CPU device's), else GPAR_EINVAL. The GEMM rules at the head
+ * of this file hold for each call:
+ * - Arguments are checked before anything is enqueued: negative sizes, strides or batch counts,
+ *   a leading dimension below max(1, rows), an increment below 1 (GPAR_EINVAL); a bad handle
+ *   (GPAR_EBADBUF, GPAR_EENGINE); any operand past its buffer (GPAR_ERANGE), the unread ones
+ *   included: an operand with no element (a k == 0 matrix, batch 0) must still have its offset,
+ *   and that of its last batch entry, within its buffer; an output overlapping an input in one
+ *   buffer, by byte range over all batch entries (GPAR_EALIAS), or C's batch entries
+ *   overlapping each other (stride_c below C's extent, GPAR_EALIAS).
+ * - A quick return enqueues nothing once the arguments check out: GEMM with m, n or batch 0;
+ *   GEMV with m or n 0 (reference BLAS: y untouched, not scaled by beta); AXPY and SCAL with
+ *   n 0; AXPY with alpha 0.
+ * - alpha == 0 (GEMM: or k == 0) reads no element of A, B (GEMV: A, x), which are then left out
+ *   of the op's read set: C = beta * C. beta == 0 makes C (GEMV: y) write-only with exact
+ *   results even where it held NaN; SCAL with alpha == 0 writes exact zeros the same way. Rows
+ *   of C past m and vector elements between increments are never touched.
+ * - Read and write sets are exact: a batched call is one op over the whole strided ranges.
+ * - The injected fault kind "gemm" covers every BLAS call.
+ * Strided batches: entry i of A starts at a_off + i * stride_a (likewise B and C); strides 0
+ * share one A or B across the batch (C's may not). */
+
+/* C_i = alpha * op(A_i) * op(B_i) + beta * C_i for i < batch (cublasSgemmStridedBatched). */
+GPAR_API int gpar_sgemm_strided_batched(gpar_trans trans_a, gpar_trans trans_b, int m, int n, int k, float alpha,
+                                        gpar_buffer a, size_t a_off, int lda, long long stride_a,
+                                        gpar_buffer b, size_t b_off, int ldb, long long stride_b, float beta,
+                                        gpar_buffer c, size_t c_off, int ldc, long long stride_c, int batch);
+/* Double precision; GPAR_ENOTSUP on devices without fp64. */
+GPAR_API int gpar_dgemm_strided_batched(gpar_trans trans_a, gpar_trans trans_b, int m, int n, int k, double alpha,
+                                        gpar_buffer a, size_t a_off, int lda, long long stride_a,
+                                        gpar_buffer b, size_t b_off, int ldb, long long stride_b, double beta,
+                                        gpar_buffer c, size_t c_off, int ldc, long long stride_c, int batch);
+/* Mixed precision, strided batched (batch 1 for one GEMM): A and B of ab_type (GPAR_HALF or
+ * GPAR_BFLOAT16; GPAR_FLOAT gives gpar_sgemm_strided_batched), C of c_type (GPAR_FLOAT, or
+ * ab_type: results rounded to nearest even), products summed in f32 (cublasGemmEx with
+ * CUBLAS_COMPUTE_32F; no TF32 rounding of f32 operands). Other types: GPAR_EINVAL. CUDA:
+ * cublasLt / cublasGemmStridedBatchedEx natively. Host: cblas_sbgemm for bf16 where this
+ * OpenBLAS has it, else (and for f16) the operands converted to f32, then cblas_sgemm. OpenCL:
+ * no f16 arithmetic is assumed (neither PoCL nor NVIDIA reports cl_khr_fp16): the operands are
+ * converted to f32 by a small OpenCL C program into temporary device buffers of the lane, then
+ * CLBlast's SGEMM runs, then C is converted back when it is f16/bf16; results match an f32 GEMM
+ * of the converted operands. */
+GPAR_API int gpar_gemm_ex(gpar_trans trans_a, gpar_trans trans_b, int m, int n, int k, float alpha,
+                          gpar_dtype ab_type, gpar_buffer a, size_t a_off, int lda, long long stride_a,
+                          gpar_buffer b, size_t b_off, int ldb, long long stride_b, float beta,
+                          gpar_dtype c_type, gpar_buffer c, size_t c_off, int ldc, long long stride_c, int batch);
+/* y = alpha * op(A) * x + beta * y; A is m x n, x has n elements (m with GPAR_TRANS) spaced incx
+ * apart, y m (n with GPAR_TRANS) spaced incy apart. y may not overlap A or x. */
+GPAR_API int gpar_sgemv(gpar_trans trans, int m, int n, float alpha, gpar_buffer a, size_t a_off, int lda,
+                        gpar_buffer x, size_t x_off, int incx, float beta, gpar_buffer y, size_t y_off, int incy);
+/* Double precision; GPAR_ENOTSUP on devices without fp64. */
+GPAR_API int gpar_dgemv(gpar_trans trans, int m, int n, double alpha, gpar_buffer a, size_t a_off, int lda,
+                        gpar_buffer x, size_t x_off, int incx, double beta, gpar_buffer y, size_t y_off, int incy);
+/* y = alpha * x + y over n elements; y may not overlap x. */
+GPAR_API int gpar_saxpy(int n, float alpha, gpar_buffer x, size_t x_off, int incx, gpar_buffer y, size_t y_off,
+                        int incy);
+GPAR_API int gpar_daxpy(int n, double alpha, gpar_buffer x, size_t x_off, int incx, gpar_buffer y, size_t y_off,
+                        int incy);
+/* x = alpha * x over n elements (alpha == 0: exact zeros). */
+GPAR_API int gpar_sscal(int n, float alpha, gpar_buffer x, size_t x_off, int incx);
+GPAR_API int gpar_dscal(int n, double alpha, gpar_buffer x, size_t x_off, int incx);
+/* result[result_off] = sum of x_i * y_i over n elements, one element of the same type written on
+ * the device (cuBLAS device pointer mode, CLBlast's result buffer): no host round trip; read it
+ * with gpar_read or use it in later ops. n == 0 writes 0. result may not overlap x or y; x and y
+ * may overlap. Sums are formed in the operand precision in the vendor library's order. */
+GPAR_API int gpar_sdot(int n, gpar_buffer x, size_t x_off, int incx, gpar_buffer y, size_t y_off, int incy,
+                       gpar_buffer result, size_t result_off);
+GPAR_API int gpar_ddot(int n, gpar_buffer x, size_t x_off, int incx, gpar_buffer y, size_t y_off, int incy,
+                       gpar_buffer result, size_t result_off);
 /* ---- Per-op host-time breakdown ---------------------------------------------------------
  * With tracing on (gpar_config.trace_path set; "" times ops without writing a trace file),
  * each retired op adds where its host time went. Means over the ops retired since the last
@@ -409,7 +506,7 @@ GPAR_API int gpar_breakdown_get(gpar_engine *eng, gpar_breakdown *bd, int reset)
 
 /* ---- Graphs: record once, replay many ----
  * Between gpar_graph_begin and gpar_graph_end, the ops that the calling thread submits to that
- * engine (gpar_copy, gpar_write, gpar_fill, gpar_sgemm/dgemm, gpar_submit) are checked as usual
+ * engine (gpar_copy, gpar_write, gpar_fill, the BLAS calls, gpar_submit) are checked as usual
  * (a bad op returns its status and is not recorded; recording goes on) and recorded, not run.
  * A call that fails after part of it was recorded (a gpar_write of several 8 MiB staging chunks
  * whose later chunk gets no pinned memory, a gpar_copy staged through host memory) returns its

@@ -33,6 +33,8 @@
  *   Keep CPU work of your own from holding workers while it waits on other ranks.
  * - Sends and receives match like blocking MPI_Send / MPI_Recv issued in program order: a pair
  *   of ranks that both send first may wait on each other.
+ * - Element types: GPAR_FLOAT and GPAR_DOUBLE; the other gpar_dtype values (f16, bf16, int32)
+ *   are refused with GPAR_ENOTSUP at the call, nothing enqueued.
  * - MPI's limits are checked at the call, nothing enqueued: a send or receive of more than
  *   INT_MAX bytes and an all-gather of more than INT_MAX bytes in all through MPI (not NCCL):
  *   GPAR_ENOTSUP; a tag above MPI_TAG_UB: GPAR_EINVAL. Allreduce, broadcast and reduce-scatter

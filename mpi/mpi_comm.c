@@ -18,6 +18,9 @@ static int mpi_collective(void *ctx, const gpar_coll *a) {
   gpar__mpi_ctx *c = ctx;
   gpar__mpi_lost_sweep();
   size_t esize = gpar_dtype_size(a->dtype);
+  if (a->dtype != GPAR_FLOAT && a->dtype != GPAR_DOUBLE) /* the reductions and MPI types know these two */
+    return gpar__mpi_fail(GPAR_ENOTSUP, "%s: element type %d across processes: libgpar_mpi takes GPAR_FLOAT and "
+                                        "GPAR_DOUBLE only", gpar__mpi_kind_name(a->kind), (int)a->dtype);
   if (!c->nccl && a->kind == GPAR_COLL_ALL_GATHER && a->count * esize * (size_t)c->nmembers > (size_t)INT_MAX)
     return gpar__mpi_fail(GPAR_ENOTSUP,
                           "gpar_all_gather: %zu elements x %d members = %zu bytes in all: over MPI, an all-gather "

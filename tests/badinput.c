@@ -144,6 +144,118 @@ static void global_cases(int cpu, gpar_buffer x2, gpar_buffer y3) {
   /* A foreign engine's buffer alone in a call is fine for that engine: no error here. */
 }
 
+static gpar_buffer garbage_buf(void);
+
+/* The BLAS calls beyond sgemm/dgemm on device d: buffers a, b, c of BUFSZ bytes (256 floats, 512
+ * f16) on d, h in GPAR_HOST memory, r released, o on another device (id 0 when none), x2 of
+ * another engine. Each refusal enqueues nothing; so does each quick return (GPAR_OK, nothing
+ * submitted), which CASE checks the same way. */
+static void blas_cases(int host, gpar_buffer a, gpar_buffer b, gpar_buffer c, gpar_buffer h, gpar_buffer r,
+                       gpar_buffer o, gpar_buffer x2) {
+  const gpar_trans N = GPAR_NO_TRANS, T = GPAR_TRANS;
+  gpar_buffer zero = {0};
+  /* strided-batched sgemm: 4x4x4, two entries 16 apart (32 floats of 256) */
+  CASE(GPAR_EINVAL, gpar_sgemm_strided_batched(N, N, -1, 4, 4, 1.f, a, 0, 4, 16, b, 0, 4, 16, 0.f, c, 0, 4, 16, 2));
+  CASE(GPAR_EINVAL, gpar_sgemm_strided_batched(N, N, 4, 4, 4, 1.f, a, 0, 4, 16, b, 0, 4, 16, 0.f, c, 0, 4, 16, -1));
+  CASE(GPAR_EINVAL, gpar_sgemm_strided_batched(N, N, 4, 4, 4, 1.f, a, 0, 4, -16, b, 0, 4, 16, 0.f, c, 0, 4, 16, 2));
+  CASE(GPAR_EINVAL, gpar_sgemm_strided_batched(N, N, 4, 4, 4, 1.f, a, 0, 4, 16, b, 0, 4, -1, 0.f, c, 0, 4, 16, 2));
+  CASE(GPAR_EINVAL, gpar_sgemm_strided_batched(N, N, 4, 4, 4, 1.f, a, 0, 4, 16, b, 0, 4, 16, 0.f, c, 0, 4, -16, 2));
+  CASE(GPAR_EINVAL, gpar_sgemm_strided_batched(T, N, 4, 4, 4, 1.f, a, 0, 3, 16, b, 0, 4, 16, 0.f, c, 0, 4, 16, 2));
+  CASE(GPAR_EINVAL, gpar_sgemm_strided_batched(N, (gpar_trans)2, 4, 4, 4, 1.f, a, 0, 4, 16, b, 0, 4, 16, 0.f, c, 0, 4, 16, 2));
+  CASE(GPAR_ERANGE, gpar_sgemm_strided_batched(N, N, 4, 4, 4, 1.f, a, 0, 4, 16, b, 0, 4, 16, 0.f, c, 0, 4, 16, 20));
+  CASE(GPAR_ERANGE, gpar_sgemm_strided_batched(N, N, 4, 4, 4, 1.f, a, 0, 4, 16, b, 0, 4, 16, 0.f, c, 230, 4, 16, 2));
+  CASE(GPAR_ERANGE, gpar_sgemm_strided_batched(N, N, 4, 4, 4, 1.f, a, 0, 4, LLONG_MAX, b, 0, 4, 16, 0.f, c, 0, 4, 16, 2));
+  CASE(GPAR_ERANGE, gpar_sgemm_strided_batched(N, N, 4, 4, 0, 1.f, a, 300, 4, 16, b, 0, 4, 16, 0.f, c, 0, 4, 16, 2));
+  CASE(GPAR_ERANGE, gpar_sgemm_strided_batched(N, N, 4, 4, 0, 1.f, a, 100, 4, 100, b, 0, 4, 16, 0.f, c, 0, 4, 16, 3));
+  CASE(GPAR_ERANGE, gpar_sgemm_strided_batched(N, N, 4, 4, 4, 1.f, a, 0, 4, 16, b, 0, 4, 16, 0.f, c, 257, 4, 16, 0));
+  CASE(GPAR_EALIAS, gpar_sgemm_strided_batched(N, N, 4, 4, 4, 1.f, a, 0, 4, 16, b, 0, 4, 16, 0.f, a, 20, 4, 16, 2));
+  CASE(GPAR_EALIAS, gpar_sgemm_strided_batched(N, N, 4, 4, 4, 1.f, a, 0, 4, 16, b, 0, 4, 16, 1.f, b, 31, 4, 16, 2));
+  CASE(GPAR_EALIAS, gpar_sgemm_strided_batched(N, N, 4, 4, 4, 1.f, a, 0, 4, 16, b, 0, 4, 16, 0.f, c, 0, 4, 8, 2));
+  CASE(GPAR_EALIAS, gpar_sgemm_strided_batched(N, N, 4, 4, 4, 1.f, a, 0, 4, 16, b, 0, 4, 16, 0.f, c, 0, 4, 0, 2));
+  CASE(GPAR_EBADBUF, gpar_sgemm_strided_batched(N, N, 4, 4, 4, 1.f, a, 0, 4, 16, r, 0, 4, 16, 0.f, c, 0, 4, 16, 2));
+  CASE(GPAR_EBADBUF, gpar_sgemm_strided_batched(N, N, 4, 4, 4, 1.f, a, 0, 4, 16, b, 0, 4, 16, 0.f, zero, 0, 4, 16, 2));
+  CASE(GPAR_EENGINE, gpar_sgemm_strided_batched(N, N, 4, 4, 4, 1.f, x2, 0, 4, 16, b, 0, 4, 16, 0.f, c, 0, 4, 16, 2));
+  if (o.id) CASE(GPAR_EINVAL, gpar_sgemm_strided_batched(N, N, 4, 4, 4, 1.f, o, 0, 4, 16, b, 0, 4, 16, 0.f, c, 0, 4, 16, 2));
+  if (!host) CASE(GPAR_EINVAL, gpar_sgemm_strided_batched(N, N, 4, 4, 4, 1.f, a, 0, 4, 16, h, 0, 4, 16, 0.f, c, 0, 4, 16, 2));
+  CASE(GPAR_OK, gpar_sgemm_strided_batched(N, N, 4, 4, 4, 1.f, a, 0, 4, 16, b, 0, 4, 16, 0.f, c, 0, 4, 16, 0));
+  CASE(GPAR_OK, gpar_sgemm_strided_batched(N, N, 0, 4, 4, 1.f, a, 0, 4, 16, b, 0, 4, 16, 0.f, c, 0, 4, 16, 2));
+  CASE(GPAR_OK, gpar_sgemm_strided_batched(N, N, 4, 4, 4, 0.f, a, 0, 4, 16, b, 0, 4, 16, 1.f, c, 0, 4, 16, 2));
+  CASE(GPAR_ERANGE, gpar_dgemm_strided_batched(N, N, 4, 4, 4, 1., a, 0, 4, 16, b, 0, 4, 16, 0., c, 0, 4, 16, 9));
+  CASE(GPAR_EALIAS, gpar_dgemm_strided_batched(N, N, 4, 4, 4, 1., a, 0, 4, 16, b, 0, 4, 16, 0., c, 0, 4, 15, 2));
+  /* gpar_gemm_ex: f16 A and B (512 per buffer); C of f32 takes twice the bytes */
+  CASE(GPAR_EINVAL, gpar_gemm_ex(N, N, 4, 4, 4, 1.f, GPAR_INT32, a, 0, 4, 16, b, 0, 4, 16, 0.f, GPAR_FLOAT, c, 0, 4, 16, 2));
+  CASE(GPAR_EINVAL, gpar_gemm_ex(N, N, 4, 4, 4, 1.f, GPAR_DOUBLE, a, 0, 4, 16, b, 0, 4, 16, 0.f, GPAR_DOUBLE, c, 0, 4, 16, 2));
+  CASE(GPAR_EINVAL, gpar_gemm_ex(N, N, 4, 4, 4, 1.f, GPAR_HALF, a, 0, 4, 16, b, 0, 4, 16, 0.f, GPAR_BFLOAT16, c, 0, 4, 16, 2));
+  CASE(GPAR_EINVAL, gpar_gemm_ex(N, N, 4, 4, 4, 1.f, GPAR_HALF, a, 0, 4, 16, b, 0, 4, 16, 0.f, GPAR_DOUBLE, c, 0, 4, 16, 2));
+  CASE(GPAR_EINVAL, gpar_gemm_ex(N, N, 4, 4, 4, 1.f, (gpar_dtype)9, a, 0, 4, 16, b, 0, 4, 16, 0.f, GPAR_FLOAT, c, 0, 4, 16, 2));
+  CASE(GPAR_EINVAL, gpar_gemm_ex(N, N, 4, 4, 4, 1.f, GPAR_HALF, a, 0, 4, 16, b, 0, 3, 16, 0.f, GPAR_FLOAT, c, 0, 4, 16, 2));
+  CASE(GPAR_ERANGE, gpar_gemm_ex(N, N, 16, 16, 16, 1.f, GPAR_HALF, a, 0, 16, 256, b, 0, 16, 256, 0.f, GPAR_HALF, c, 0, 16, 256, 3));
+  CASE(GPAR_ERANGE, gpar_gemm_ex(N, N, 16, 16, 16, 1.f, GPAR_BFLOAT16, a, 0, 16, 256, b, 0, 16, 256, 0.f, GPAR_FLOAT, c, 0, 16, 256, 2));
+  CASE(GPAR_EALIAS, gpar_gemm_ex(N, N, 4, 4, 4, 1.f, GPAR_HALF, a, 0, 4, 16, b, 0, 4, 16, 0.f, GPAR_FLOAT, a, 15, 4, 16, 2));
+  CASE(GPAR_EBADBUF, gpar_gemm_ex(N, N, 4, 4, 4, 1.f, GPAR_HALF, r, 0, 4, 16, b, 0, 4, 16, 0.f, GPAR_FLOAT, c, 0, 4, 16, 2));
+  CASE(GPAR_EENGINE, gpar_gemm_ex(N, N, 4, 4, 4, 1.f, GPAR_HALF, a, 0, 4, 16, x2, 0, 4, 16, 0.f, GPAR_FLOAT, c, 0, 4, 16, 2));
+  if (o.id) CASE(GPAR_EINVAL, gpar_gemm_ex(N, N, 4, 4, 4, 1.f, GPAR_HALF, a, 0, 4, 16, b, 0, 4, 16, 0.f, GPAR_FLOAT, o, 0, 4, 16, 2));
+  CASE(GPAR_OK, gpar_gemm_ex(N, N, 4, 0, 4, 1.f, GPAR_BFLOAT16, a, 0, 4, 16, b, 0, 4, 16, 0.f, GPAR_FLOAT, c, 0, 4, 16, 2));
+}
+
+/* GEMV, AXPY, SCAL and DOT, with the buffers of blas_cases. */
+static void blas_vec_cases(int host, gpar_buffer a, gpar_buffer b, gpar_buffer c, gpar_buffer h, gpar_buffer r,
+                           gpar_buffer o, gpar_buffer x2) {
+  const gpar_trans N = GPAR_NO_TRANS, T = GPAR_TRANS;
+  /* gemv: y = A x, A 8x8 */
+  CASE(GPAR_EINVAL, gpar_sgemv(N, -1, 8, 1.f, a, 0, 8, b, 0, 1, 0.f, c, 0, 1));
+  CASE(GPAR_EINVAL, gpar_sgemv(N, 8, 8, 1.f, a, 0, 7, b, 0, 1, 0.f, c, 0, 1));
+  CASE(GPAR_EINVAL, gpar_sgemv(N, 8, 8, 1.f, a, 0, 8, b, 0, 0, 0.f, c, 0, 1));
+  CASE(GPAR_EINVAL, gpar_sgemv(N, 8, 8, 1.f, a, 0, 8, b, 0, 1, 0.f, c, 0, -1));
+  CASE(GPAR_EINVAL, gpar_sgemv((gpar_trans)3, 8, 8, 1.f, a, 0, 8, b, 0, 1, 0.f, c, 0, 1));
+  CASE(GPAR_ERANGE, gpar_sgemv(N, 8, 8, 1.f, a, 0, 8, b, 250, 1, 0.f, c, 0, 1));
+  CASE(GPAR_ERANGE, gpar_sgemv(T, 8, 8, 1.f, a, 0, 8, b, 0, 1, 0.f, c, 0, 40));
+  CASE(GPAR_ERANGE, gpar_sgemv(N, 16, 17, 1.f, a, 0, 16, b, 0, 1, 0.f, c, 0, 1));
+  CASE(GPAR_ERANGE, gpar_sgemv(N, 8, 0, 1.f, a, 0, 8, b, 257, 1, 0.f, c, 0, 1));
+  CASE(GPAR_EALIAS, gpar_sgemv(N, 8, 8, 1.f, a, 0, 8, b, 0, 1, 0.f, b, 7, 1));
+  CASE(GPAR_EALIAS, gpar_sgemv(N, 8, 8, 1.f, a, 0, 8, b, 0, 1, 0.f, a, 60, 1));
+  CASE(GPAR_EBADBUF, gpar_sgemv(N, 8, 8, 1.f, a, 0, 8, r, 0, 1, 0.f, c, 0, 1));
+  CASE(GPAR_EENGINE, gpar_sgemv(N, 8, 8, 1.f, a, 0, 8, b, 0, 1, 0.f, x2, 0, 1));
+  if (o.id) CASE(GPAR_EINVAL, gpar_sgemv(N, 8, 8, 1.f, a, 0, 8, o, 0, 1, 0.f, c, 0, 1));
+  CASE(GPAR_OK, gpar_sgemv(N, 8, 0, 1.f, a, 0, 8, b, 0, 1, 0.f, c, 0, 1));
+  CASE(GPAR_OK, gpar_dgemv(T, 8, 8, 0., a, 0, 8, b, 0, 1, 1., c, 0, 1));
+  CASE(GPAR_ERANGE, gpar_dgemv(N, 8, 8, 1., a, 0, 8, b, 0, 1, 0., c, 0, 19));
+  /* axpy, scal, dot over 256 floats */
+  CASE(GPAR_EINVAL, gpar_saxpy(-1, 1.f, a, 0, 1, b, 0, 1));
+  CASE(GPAR_EINVAL, gpar_saxpy(8, 1.f, a, 0, 0, b, 0, 1));
+  CASE(GPAR_EINVAL, gpar_saxpy(8, 1.f, a, 0, 1, b, 0, -2));
+  CASE(GPAR_ERANGE, gpar_saxpy(257, 1.f, a, 0, 1, b, 0, 1));
+  CASE(GPAR_ERANGE, gpar_saxpy(100, 1.f, a, 0, 3, b, 0, 1));
+  CASE(GPAR_ERANGE, gpar_daxpy(8, 1., a, 0, 1, b, 127, 1));
+  CASE(GPAR_EALIAS, gpar_saxpy(8, 1.f, a, 0, 1, a, 7, 1));
+  CASE(GPAR_EALIAS, gpar_saxpy(8, 1.f, a, 0, 2, a, 1, 2)); /* interleaved: overlapping ranges */
+  CASE(GPAR_EBADBUF, gpar_saxpy(8, 1.f, garbage_buf(), 0, 1, b, 0, 1));
+  CASE(GPAR_EENGINE, gpar_saxpy(8, 1.f, x2, 0, 1, b, 0, 1));
+  if (o.id) CASE(GPAR_EINVAL, gpar_saxpy(8, 1.f, a, 0, 1, o, 0, 1));
+  if (!host) CASE(GPAR_EINVAL, gpar_saxpy(8, 1.f, h, 0, 1, b, 0, 1));
+  CASE(GPAR_OK, gpar_saxpy(8, 0.f, a, 0, 1, b, 0, 1));
+  CASE(GPAR_OK, gpar_saxpy(0, 1.f, a, 0, 1, b, 0, 1));
+  CASE(GPAR_EINVAL, gpar_sscal(-1, 2.f, a, 0, 1));
+  CASE(GPAR_EINVAL, gpar_sscal(8, 2.f, a, 0, 0));
+  CASE(GPAR_ERANGE, gpar_sscal(257, 2.f, a, 0, 1));
+  CASE(GPAR_ERANGE, gpar_dscal(1, 2.f, a, 128, 1));
+  CASE(GPAR_EBADBUF, gpar_sscal(8, 2.f, r, 0, 1));
+  CASE(GPAR_OK, gpar_sscal(0, 2.f, a, 0, 1));
+  CASE(GPAR_EINVAL, gpar_sdot(-1, a, 0, 1, b, 0, 1, c, 0));
+  CASE(GPAR_EINVAL, gpar_sdot(8, a, 0, 1, b, 0, 0, c, 0));
+  CASE(GPAR_ERANGE, gpar_sdot(8, a, 0, 1, b, 0, 1, c, 256));
+  CASE(GPAR_ERANGE, gpar_sdot(0, a, 257, 1, b, 0, 1, c, 0));
+  CASE(GPAR_ERANGE, gpar_ddot(8, a, 0, 1, b, 0, 1, c, SIZE_MAX));
+  CASE(GPAR_EALIAS, gpar_sdot(8, a, 0, 1, b, 0, 1, a, 7));
+  CASE(GPAR_EALIAS, gpar_sdot(8, a, 0, 1, b, 0, 1, b, 0));
+  CASE(GPAR_EBADBUF, gpar_sdot(8, a, 0, 1, b, 0, 1, r, 0));
+  CASE(GPAR_EENGINE, gpar_sdot(8, a, 0, 1, x2, 0, 1, c, 0));
+  if (o.id) CASE(GPAR_EINVAL, gpar_sdot(8, a, 0, 1, b, 0, 1, o, 0));
+  if (!host) CASE(GPAR_EINVAL, gpar_sdot(8, a, 0, 1, b, 0, 1, h, 0));
+}
+
+static gpar_buffer garbage_buf(void) { return (gpar_buffer){0xfeedface12345678ull, 42}; }
+
 static void device_cases(int d, gpar_buffer x2) {
   tu_devinfo info, oinfo;
   gpar_buffer a = rt_buf, b, c, h, r, o = {0}, zero = {0}, garbage = {0xfeedface12345678ull, 42};
@@ -262,6 +374,8 @@ static void device_cases(int d, gpar_buffer x2) {
   CASE(GPAR_ERANGE, gpar_dgemm(N, N, 8, 8, 8, 1., a, 0, 8, b, 0, 8, 0., c, 100, 8));
   CASE(GPAR_ERANGE, gpar_dgemm(N, N, 12, 12, 12, 1., a, 0, 12, b, 0, 12, 0., c, 0, 12));
   CASE(GPAR_EALIAS, gpar_dgemm(N, N, 8, 8, 8, 1., a, 0, 8, b, 0, 8, 0., b, 0, 8));
+  blas_cases(host, a, b, c, h, r, o, x2);
+  blas_vec_cases(host, a, b, c, h, r, o, x2);
   /* submit on this device */
   gpar_buffer one[1] = {a}, rel[1] = {r}, foreign[1] = {x2};
   CASE(GPAR_EBADBUF, gpar_submit(eng, d, noop_fn, NULL, rel, 1, one, 1));

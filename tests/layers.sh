@@ -1,6 +1,7 @@
 #!/bin/sh
 # tests/layers.sh SRCDIR BUILDDIR: the layers of core/ hold (TAP). Layers, bottom first:
-#   0 base       core/backend.h, core/error.c, core/clock.c, and the backends (backends/*)
+#   0 base       core/backend.h (with core/backend_blas.h), core/error.c, core/clock.c,
+#                core/dtype.c, and the backends (backends/*)
 #   1 engine     core/engine/
 #   2 api        core/api/
 #   3 graph|comm core/graph/ and core/comm/ (siblings: neither uses the other)
@@ -23,7 +24,8 @@ notok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; }
 # Rank of a source path or of an include name as written in core/ (e.g. "engine/engine.h").
 rank_of() {
   case $1 in
-  core/backend.h | core/error.c | core/clock.c | backend.h | backends/*) echo 0 ;;
+  core/backend.h | core/backend_blas.h | core/error.c | core/clock.c | core/dtype.c | backend.h | backend_blas.h | \
+    backends/*) echo 0 ;;
   core/engine/* | engine/*) echo 1 ;;
   core/api/* | api/*) echo 2 ;;
   core/graph/* | graph/*) echo 3g ;;
@@ -45,7 +47,7 @@ may_use() {
 # 1. includes
 bad=""
 cd "$src" || exit 1
-for f in core/backend.h core/error.c core/clock.c core/*/*.c core/*/*.h; do
+for f in core/backend.h core/backend_blas.h core/error.c core/clock.c core/dtype.c core/*/*.c core/*/*.h; do
   [ -f "$f" ] || continue
   me=$(rank_of "$f")
   for inc in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f"); do

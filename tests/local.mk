@@ -255,4 +255,24 @@ clean-sweep-test:
 # GPAR_TAP_TESTS in the group of the layer it guards above, or here until it has one, with a
 # line on what it guards. GPAR_TAP_TESTS programs run before oom and the benchmarks.
 
+# api: BLAS breadth and element types.
+# An sblat3-style sweep of the strided-batched, mixed-precision, GEMV and level-1 calls on every
+# device against a double reference; element conversions and collectives of every element type.
+GPAR_TAP_TESTS += tests/blas_sweep
+tests_blas_sweep_SOURCES = tests/blas_sweep.c $(GPAR_TEST_HDRS)
+tests_blas_sweep_LDADD = libgpar.la -lm
+GPAR_TAP_TESTS += tests/dtypes tests/comm_dtypes
+tests_dtypes_SOURCES = tests/dtypes.c $(GPAR_TEST_HDRS)
+tests_dtypes_LDADD = libgpar.la -lm
+tests_comm_dtypes_SOURCES = tests/comm_dtypes.c $(GPAR_TEST_HDRS)
+tests_comm_dtypes_LDADD = libgpar.la -lm
+# gpar-bench batched and gemm-ex: their records and refusals at tiny sizes (no timings asserted).
+TESTS += tests/bench/blas.tap
+EXTRA_DIST += tests/bench/blas.tap
+tests/bench/blas.log: tools/gpar-bench$(EXEEXT)
+clean-local: clean-blas-bench-test
+clean-blas-bench-test:
+	rm -rf tests/bench/blas.d
+.PHONY: clean-blas-bench-test
+
 # ---------------------------------------------------------------- end of tests being added

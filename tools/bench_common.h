@@ -10,6 +10,7 @@
 
 #include "gpar.h"
 #include "raw.h"
+#include "raw_blas.h"
 
 /* Command line. Zero / NULL fields mean "default". */
 typedef struct bench_opts {
@@ -19,6 +20,8 @@ typedef struct bench_opts {
   int size, iters, repeat;
   int tf32, pageable, raw, quiet;
   int graph;             /* --graph: time op-graph launches of the loops (gpar_graph_*) */
+  int batch;             /* --batch B (batched) */
+  const char *dtype;     /* --dtype f16|bf16 (gemm-ex) */
   int breakdown;         /* --breakdown (overhead) */
   const char *workers;   /* --workers 2,4,8,16 (overhead): one engine per CPU worker count */
   const char *json_path, *trace_path, *svg_path;
@@ -176,6 +179,18 @@ typedef struct bench_series {
 int bench_crossover(const bench_series *s, int raw);
 /* Write the SVG. Returns 0, or -1 after printing why. */
 int bench_chart_svg(const char *path, const char *title, const bench_series *s, int ns);
+/* tools/bench_blas.c: batched and gemm-ex; 1 and *run set when name is one of them. */
+int bench_blas_subcommand(const char *name, int (**run)(bench_ctx *));
+/* The raw BLAS calls for this backend (tools/raw_blas_*.c; NULL when not built). */
+typedef int (*bench_raw_blas_fn)(const gpar_raw_blas_case *c, double *seconds, const char **what);
+bench_raw_blas_fn bench_raw_blas_lookup(bench_ctx *ctx);
+#define BENCH_BLAS_USAGE                                                                         \
+  "  batched       strided-batched SGEMM as one op (gpar_sgemm_strided_batched), 64 x 256^3 and\n" \
+  "                1000 x 64^3 (or --size S --batch B), next to the raw vendor call (cuBLAS,\n"    \
+  "                CLBlast strided batched, a cblas_sgemm loop) and a loop of gpar_sgemm ops\n"     \
+  "  gemm-ex       f16 and bf16 GEMM with f32 sums, C in f32 (gpar_gemm_ex; --dtype f16|bf16),\n"  \
+  "                GPU 8192^3, CPU 512^3 (--size), next to raw cublasGemmEx (OpenCL, host: the\n"  \
+  "                SGEMM libgpar's conversion path ends in, on f32 copies)\n"
 /* tools/bench_comm.c: allreduce and data-parallel; 1 and *run set when name is one of them. */
 int bench_comm_subcommand(const char *name, int (**run)(bench_ctx *));
 #define BENCH_COMM_USAGE                                                                        \

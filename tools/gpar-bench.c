@@ -75,6 +75,7 @@ static void usage(FILE *f) {
           "  report        report A.json B.json ...: merges sweep records (backends, machines)\n"
           "                into Markdown on stdout, with SVG charts in --outdir\n"
           BENCH_COMM_USAGE
+          BENCH_BLAS_USAGE
           "\n"
           "Options:\n"
           "  --backend B      host, cuda or opencl (default: first backend with a GPU, else\n"
@@ -91,6 +92,8 @@ static void usage(FILE *f) {
           "  --iters N        GEMMs per device (GPU: 50; CPU: 10; sweep: scaled so that each\n"
           "                   timed phase takes about 50 ms)\n"
           "  --repeat R       timed runs; print the median with min and max (default 1; sweep 3)\n"
+          "  --batch B        batched: the batch count (with --size: one shape, default 64)\n"
+          "  --dtype T        gemm-ex: f16 or bf16 only (default both)\n"
           "  --tf32           allow TF32 tensor-core math (cfg.tf32)\n"
           "  --pageable       copy-overlap: gpar_read into malloc memory, not GPAR_HOST buffers;\n"
           "                   gpar_read blocks, so run + copy submits every GEMM first, then\n"
@@ -147,7 +150,7 @@ int main(int argc, char **argv) {
 
   enum { O_BACKEND = 256, O_DEVICES, O_SIZE, O_ITERS, O_REPEAT, O_TF32, O_PAGEABLE, O_RAW,
          O_JSON, O_TRACE, O_SVG, O_QUIET, O_ALLBE, O_SIZES, O_LABEL, O_OUTDIR, O_BREAKDOWN, O_GRAPH,
-         O_WORKERS };
+         O_WORKERS, O_BATCH, O_DTYPE };
   static const struct option longopts[] = {
       {"backend", required_argument, 0, O_BACKEND}, {"devices", required_argument, 0, O_DEVICES},
       {"size", required_argument, 0, O_SIZE},       {"iters", required_argument, 0, O_ITERS},
@@ -157,6 +160,7 @@ int main(int argc, char **argv) {
       {"svg", required_argument, 0, O_SVG},         {"quiet", no_argument, 0, O_QUIET},
       {"breakdown", no_argument, 0, O_BREAKDOWN}, {"graph", no_argument, 0, O_GRAPH},
       {"workers", required_argument, 0, O_WORKERS},
+      {"batch", required_argument, 0, O_BATCH},     {"dtype", required_argument, 0, O_DTYPE},
       {"all-backends", no_argument, 0, O_ALLBE},    {"sizes", required_argument, 0, O_SIZES},
       {"label", required_argument, 0, O_LABEL},     {"outdir", required_argument, 0, O_OUTDIR},
       {"help", no_argument, 0, 'h'},                {"version", no_argument, 0, 'V'},
@@ -194,6 +198,20 @@ int main(int argc, char **argv) {
     case O_QUIET: ctx.o.quiet = 1; break;
     case O_BREAKDOWN: ctx.o.breakdown = 1; break;
     case O_WORKERS: ctx.o.workers = optarg; break;
+    case O_BATCH:
+      if ((v = bench_parse_int(optarg, 1, 1000000L)) < 0) {
+        fprintf(stderr, "gpar-bench: bad batch count '%s'\n", optarg);
+        return 2;
+      }
+      ctx.o.batch = (int)v;
+      break;
+    case O_DTYPE:
+      if (strcmp(optarg, "f16") && strcmp(optarg, "bf16")) {
+        fprintf(stderr, "gpar-bench: --dtype f16 or bf16, not '%s'\n", optarg);
+        return 2;
+      }
+      ctx.o.dtype = optarg;
+      break;
     case 'h': usage(stdout); return 0;
     case 'V':
       printf("gpar-bench (libgpar) %s\ncommit %s\n", PACKAGE_VERSION, bench_version_string());
@@ -245,6 +263,8 @@ int main(int argc, char **argv) {
     return rc;
   } else if (bench_comm_subcommand(ctx.o.subcommand, &run)) { /* tools/bench_comm.c */
     all_devices = 1;
+  } else if (bench_blas_subcommand(ctx.o.subcommand, &run)) { /* tools/bench_blas.c */
+    ctx.o.raw = 1; /* always next to the vendor call */
   } else {
     fprintf(stderr, "gpar-bench: unknown subcommand '%s'\n", ctx.o.subcommand);
     usage(stderr);

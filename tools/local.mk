@@ -15,14 +15,14 @@ tools_gpar_info_LDADD = libgpar.la
 # bench_common) and the raw loops (raw_*.c); nothing calls back up into gpar-bench.c.
 tools_gpar_bench_SOURCES = tools/gpar-bench.c \
 	tools/bench_exp.c tools/bench_gemm.c tools/bench_overhead.c tools/bench_sweep.c \
-	tools/bench_report.c tools/bench_comm.c \
+	tools/bench_report.c tools/bench_comm.c tools/bench_blas.c \
 	tools/bench_devices.c tools/bench_json.c tools/bench_meta.c tools/bench_chart.c \
 	tools/bench_trace.c tools/bench_common.c tools/bench_common.h \
-	tools/raw.h tools/raw_host.c tools/raw_nccl.h
+	tools/raw.h tools/raw_host.c tools/raw_nccl.h tools/raw_blas.h tools/raw_blas_host.c
 TOOLS_RAW_CPPFLAGS =
 TOOLS_RAW_LIBS =
 if HAVE_CUDA
-tools_gpar_bench_SOURCES += tools/raw_cuda.c
+tools_gpar_bench_SOURCES += tools/raw_cuda.c tools/raw_blas_cuda.c
 TOOLS_RAW_CPPFLAGS += $(CUDA_CPPFLAGS)
 TOOLS_RAW_LIBS += $(CUDA_LDFLAGS) $(CUDA_LIBS)
 endif
@@ -32,11 +32,11 @@ TOOLS_RAW_CPPFLAGS += $(NCCL_CPPFLAGS)
 TOOLS_RAW_LIBS += $(NCCL_LDFLAGS) $(NCCL_LIBS)
 endif
 if HAVE_OPENCL
-tools_gpar_bench_SOURCES += tools/raw_opencl.c
+tools_gpar_bench_SOURCES += tools/raw_opencl.c tools/raw_blas_opencl.c
 TOOLS_RAW_CPPFLAGS += $(OPENCL_CFLAGS) -DCL_TARGET_OPENCL_VERSION=120
 TOOLS_RAW_LIBS += $(OPENCL_LIBS)
 endif
-EXTRA_DIST += tools/raw_cuda.c tools/raw_opencl.c tools/raw_nccl.c
+EXTRA_DIST += tools/raw_cuda.c tools/raw_opencl.c tools/raw_nccl.c tools/raw_blas_cuda.c tools/raw_blas_opencl.c
 # `gpar-bench report` reads JSON with jansson; without it the subcommand says it was not built.
 if HAVE_JANSSON
 TOOLS_RAW_CPPFLAGS += -DGPAR_HAVE_JANSSON=1 $(JANSSON_CFLAGS)

@@ -1,6 +1,8 @@
 /* cuda_blas_cublas.c: GEMM on CUDA: the per-device cuBLAS handle bound to the compute lane, its
- * workspace and math mode, and the gemm entry, which runs a GEMM through a cached cublasLt plan
- * (cuda_blas_lt.c) and through cublasSgemm/Dgemm when cublasLt has none or GPAR_CUBLASLT=0.
+ * workspace and math mode, and the gemm and gemm_ex entries, which run every GEMM (plain, strided
+ * batches, f16/bf16 operands with f32 sums) through a cached cublasLt plan (cuda_blas_lt.c), and
+ * through cuBLAS's own call when cublasLt has none or GPAR_CUBLASLT=0: cublasSgemm/Dgemm, their
+ * StridedBatched forms, cublasGemmEx / cublasGemmStridedBatchedEx with CUBLAS_COMPUTE_32F.
  * Calls cuda_errors.c and cuda_blas_lt.c. */
 #include "cuda_internal.h"
 
@@ -28,60 +30,129 @@ void gpar__cuda_blas_close(struct cuda_dev *d) {
 }
 
 /* alpha == 0 or k == 0: C = beta * C without reading A or B (BLAS: they are not referenced, so
- * NaN or garbage there stays out; no pointer into them is formed). beta 0: zeros by a 2D memset
- * (exact, even over NaN); beta 1: nothing; else an in-place geam C = beta * C + 0 * C. Rare. */
-static int cuda_gemm_scale_c(struct cuda_dev *d, const gpar__gemm_args *a) {
-  const size_t es = (size_t)a->elem_size;
-  if (a->m == 0 || a->n == 0 || a->beta == 1.0) return GPAR_OK;
-  if (a->beta == 0.0)
-    return gpar__cuda_check(cudaMemset2DAsync((char *)a->c + a->c_off * es, (size_t)a->ldc * es, 0, (size_t)a->m * es,
-                                              (size_t)a->n, d->lane[GPAR__LANE_COMPUTE]),
-                            "cudaMemset2DAsync (gemm with alpha or k = 0)");
-  if (a->elem_size == 4) {
+ * NaN or garbage there stays out; no pointer into them is formed), for every batch entry. beta 0:
+ * zeros by a 2D memset (exact, even over NaN; one for all entries when they lie back to back);
+ * beta 1: nothing; else in place, C = beta * C + 0 * C by geam (f32, f64) or cublasScalEx over
+ * each column (f16, bf16). Rare. */
+static int cuda_scale_entry(struct cuda_dev *d, const gpar__gemm_ex_args *x, char *c) {
+  const gpar__gemm_args *a = &x->g;
+  if (x->c_type == GPAR_FLOAT) {
     const float beta = (float)a->beta, zero = 0.0f;
-    float *c = (float *)a->c + a->c_off;
+    float *f = (float *)c;
     return gpar__cublas_check(
-        cublasSgeam(d->blas, CUBLAS_OP_N, CUBLAS_OP_N, a->m, a->n, &beta, c, a->ldc, &zero, c, a->ldc, c, a->ldc),
-        "cublasSgeam (sgemm with alpha or k = 0)");
+        cublasSgeam(d->blas, CUBLAS_OP_N, CUBLAS_OP_N, a->m, a->n, &beta, f, a->ldc, &zero, f, a->ldc, f, a->ldc),
+        "cublasSgeam (gemm with alpha or k = 0)");
   }
-  const double beta = a->beta, zero = 0.0;
-  double *c = (double *)a->c + a->c_off;
-  return gpar__cublas_check(
-      cublasDgeam(d->blas, CUBLAS_OP_N, CUBLAS_OP_N, a->m, a->n, &beta, c, a->ldc, &zero, c, a->ldc, c, a->ldc),
-      "cublasDgeam (dgemm with alpha or k = 0)");
+  if (x->c_type == GPAR_DOUBLE) {
+    const double beta = a->beta, zero = 0.0;
+    double *f = (double *)c;
+    return gpar__cublas_check(
+        cublasDgeam(d->blas, CUBLAS_OP_N, CUBLAS_OP_N, a->m, a->n, &beta, f, a->ldc, &zero, f, a->ldc, f, a->ldc),
+        "cublasDgeam (gemm with alpha or k = 0)");
+  }
+  const float beta = (float)a->beta;
+  const cudaDataType_t t = x->c_type == GPAR_HALF ? CUDA_R_16F : CUDA_R_16BF;
+  const int whole = a->ldc == a->m; /* the columns lie back to back: one call */
+  for (int j = 0; j < (whole ? 1 : a->n); j++) {
+    int st = gpar__cublas_check(cublasScalEx(d->blas, whole ? a->m * a->n : a->m, &beta, CUDA_R_32F,
+                                             c + (size_t)j * (size_t)a->ldc * 2, t, 1, CUDA_R_32F),
+                                "cublasScalEx (gemm with alpha or k = 0)");
+    if (st) return st;
+  }
+  return GPAR_OK;
 }
 
-int gpar__cuda_gemm(gpar__bdev *dev, int lane, const gpar__gemm_args *a) {
+static int cuda_gemm_scale_c(struct cuda_dev *d, const gpar__gemm_ex_args *x) {
+  const gpar__gemm_args *a = &x->g;
+  const size_t cs = gpar_dtype_size((gpar_dtype)x->c_type);
+  char *c = (char *)a->c + a->c_off * cs;
+  if (a->m == 0 || a->n == 0 || a->beta == 1.0) return GPAR_OK;
+  if (a->beta == 0.0) {
+    const int joined = x->batch == 1 || x->stride_c == (long long)a->ldc * a->n;
+    for (int i = 0; i < (joined ? 1 : x->batch); i++) {
+      int st = gpar__cuda_check(cudaMemset2DAsync(c + (size_t)i * (size_t)x->stride_c * cs, (size_t)a->ldc * cs, 0,
+                                                  (size_t)a->m * cs, (size_t)a->n * (size_t)(joined ? x->batch : 1),
+                                                  d->lane[GPAR__LANE_COMPUTE]),
+                                "cudaMemset2DAsync (gemm with alpha or k = 0)");
+      if (st) return st;
+    }
+    return GPAR_OK;
+  }
+  for (int i = 0; i < x->batch; i++) {
+    int st = cuda_scale_entry(d, x, c + (size_t)i * (size_t)x->stride_c * cs);
+    if (st) return st;
+  }
+  return GPAR_OK;
+}
+
+/* cuBLAS's own call for the GEMM (no cublasLt plan, or GPAR_CUBLASLT=0). */
+static int cuda_gemm_cublas(struct cuda_dev *d, const gpar__gemm_ex_args *x) {
+  const gpar__gemm_args *a = &x->g;
+  const cublasOperation_t ta = a->trans_a == GPAR_TRANS ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t tb = a->trans_b == GPAR_TRANS ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int m = a->m, n = a->n, k = a->k, lda = a->lda, ldb = a->ldb, ldc = a->ldc, nb = x->batch;
+  const long long sa = x->stride_a, sb = x->stride_b, sc = x->stride_c;
+  if (x->ab_type == GPAR_FLOAT) {
+    const float alpha = (float)a->alpha, beta = (float)a->beta;
+    const float *A = (const float *)a->a + a->a_off, *B = (const float *)a->b + a->b_off;
+    float *C = (float *)a->c + a->c_off;
+    return nb == 1 ? gpar__cublas_check(cublasSgemm(d->blas, ta, tb, m, n, k, &alpha, A, lda, B, ldb, &beta, C, ldc),
+                                        "cublasSgemm")
+                   : gpar__cublas_check(cublasSgemmStridedBatched(d->blas, ta, tb, m, n, k, &alpha, A, lda, sa, B, ldb,
+                                                                  sb, &beta, C, ldc, sc, nb),
+                                        "cublasSgemmStridedBatched");
+  }
+  if (x->ab_type == GPAR_DOUBLE) {
+    const double alpha = a->alpha, beta = a->beta;
+    const double *A = (const double *)a->a + a->a_off, *B = (const double *)a->b + a->b_off;
+    double *C = (double *)a->c + a->c_off;
+    return nb == 1 ? gpar__cublas_check(cublasDgemm(d->blas, ta, tb, m, n, k, &alpha, A, lda, B, ldb, &beta, C, ldc),
+                                        "cublasDgemm")
+                   : gpar__cublas_check(cublasDgemmStridedBatched(d->blas, ta, tb, m, n, k, &alpha, A, lda, sa, B, ldb,
+                                                                  sb, &beta, C, ldc, sc, nb),
+                                        "cublasDgemmStridedBatched");
+  }
+  const float alpha = (float)a->alpha, beta = (float)a->beta;
+  const cudaDataType_t t = x->ab_type == GPAR_HALF ? CUDA_R_16F : CUDA_R_16BF;
+  const cudaDataType_t ct = x->c_type == GPAR_FLOAT ? CUDA_R_32F : t;
+  const size_t cs = gpar_dtype_size((gpar_dtype)x->c_type);
+  const char *A = (const char *)a->a + a->a_off * 2, *B = (const char *)a->b + a->b_off * 2;
+  char *C = (char *)a->c + a->c_off * cs;
+  return nb == 1 ? gpar__cublas_check(cublasGemmEx(d->blas, ta, tb, m, n, k, &alpha, A, t, lda, B, t, ldb, &beta, C, ct,
+                                                   ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                                      "cublasGemmEx")
+                 : gpar__cublas_check(cublasGemmStridedBatchedEx(d->blas, ta, tb, m, n, k, &alpha, A, t, lda, sa, B, t,
+                                                                 ldb, sb, &beta, C, ct, ldc, sc, nb,
+                                                                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                                      "cublasGemmStridedBatchedEx");
+}
+
+/* Every GEMM: C = beta * C when alpha or k is 0, else a cached cublasLt plan, else cuBLAS. */
+static int cuda_gemm_any(gpar__bdev *dev, int lane, const gpar__gemm_ex_args *x) {
   struct cuda_dev *d = &dev->d;
-  cublasOperation_t ta = a->trans_a == GPAR_TRANS ? CUBLAS_OP_T : CUBLAS_OP_N;
-  cublasOperation_t tb = a->trans_b == GPAR_TRANS ? CUBLAS_OP_T : CUBLAS_OP_N;
   int st, ran = 0;
   if (lane != GPAR__LANE_COMPUTE)
     return gpar__errorf(GPAR_EINVAL, "cuda: gemm on lane %d; the cuBLAS handle is bound to the compute lane", lane);
-  if (a->elem_size != 4 && a->elem_size != 8)
-    return gpar__errorf(GPAR_EINVAL, "cuda: gemm element size %d", a->elem_size);
-  if (a->alpha == 0.0 || a->k == 0) return cuda_gemm_scale_c(d, a);
+  if (x->g.alpha == 0.0 || x->g.k == 0) return cuda_gemm_scale_c(d, x);
   if (d->be->lt) {
-    if ((st = gpar__cuda_lt_gemm(d, a, &ran))) return st;
+    if ((st = gpar__cuda_lt_gemm(d, x, &ran))) return st;
     if (ran) {
       atomic_fetch_add_explicit(&d->lt.calls, 1, memory_order_relaxed);
       return GPAR_OK;
     }
   }
   atomic_fetch_add_explicit(&d->lt.fallbacks, 1, memory_order_relaxed);
-  if (a->elem_size == 4) {
-    const float alpha = (float)a->alpha, beta = (float)a->beta;
-    return gpar__cublas_check(cublasSgemm(d->blas, ta, tb, a->m, a->n, a->k, &alpha, (const float *)a->a + a->a_off,
-                                          a->lda, (const float *)a->b + a->b_off, a->ldb, &beta,
-                                          (float *)a->c + a->c_off, a->ldc),
-                              "cublasSgemm");
-  }
-  const double alpha = a->alpha, beta = a->beta;
-  return gpar__cublas_check(cublasDgemm(d->blas, ta, tb, a->m, a->n, a->k, &alpha, (const double *)a->a + a->a_off,
-                                        a->lda, (const double *)a->b + a->b_off, a->ldb, &beta,
-                                        (double *)a->c + a->c_off, a->ldc),
-                            "cublasDgemm");
+  return cuda_gemm_cublas(d, x);
 }
+
+int gpar__cuda_gemm(gpar__bdev *dev, int lane, const gpar__gemm_args *a) {
+  if (a->elem_size != 4 && a->elem_size != 8)
+    return gpar__errorf(GPAR_EINVAL, "cuda: gemm element size %d", a->elem_size);
+  const gpar__gemm_ex_args x = gpar__gemm_ex_of(a);
+  return cuda_gemm_any(dev, lane, &x);
+}
+
+int gpar__cuda_gemm_ex(gpar__bdev *dev, int lane, const gpar__gemm_ex_args *a) { return cuda_gemm_any(dev, lane, a); }
 
 /* Any thread: relaxed reads of counters only the dispatcher writes. */
 void gpar__cuda_gemm_counts(gpar__bdev *dev, uint64_t *planned, uint64_t *fallback) {

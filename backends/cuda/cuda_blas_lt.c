@@ -1,8 +1,10 @@
-/* cuda_blas_lt.c: sgemm/dgemm through cublasLt with a plan per shape (matmul descriptor, three
+/* cuda_blas_lt.c: GEMMs through cublasLt with a plan per shape (matmul descriptor, three
  * layouts, the heuristic's algorithm) cached per device, so that a repeated GEMM costs the
  * dispatcher one cublasLtMatmul (measured on H200: ~2 us less per call than cublasSgemm at
- * 64^3-256^3, bench/results/h200-x2-2026-11-30/probes.txt, probe 3). Calls cuda_errors.c only; the
- * workspace is the cuBLAS handle's (d->blas_ws, made before the plans' handle). */
+ * 64^3-256^3, bench/results/h200-x2-2026-11-30/probes.txt, probe 3). One plan cache for every
+ * form: f32 and f64, strided batches (the layouts' BATCH_COUNT and STRIDED_BATCH_OFFSET), f16 and
+ * bf16 operands with f32 sums and C in f32 or their type. Calls cuda_errors.c only; the workspace
+ * is the cuBLAS handle's (d->blas_ws, made before the plans' handle). */
 #include <string.h>
 
 #include "cuda_internal.h"
@@ -25,19 +27,38 @@ void gpar__cuda_lt_close(struct cuda_dev *d) {
   d->lt.lt = NULL;
 }
 
-/* Largest power of two, at most 256, dividing both the address and the leading dimension in
- * bytes: what cublasLt's heuristic must assume about an operand (it defaults to 256). */
-static int lt_align(const void *p, int ld, size_t es) {
-  uintptr_t v = (uintptr_t)p | (uintptr_t)((size_t)ld * es) | (uintptr_t)256;
+/* Largest power of two, at most 256, dividing the address, the leading dimension and the batch
+ * stride in bytes: what cublasLt's heuristic must assume about an operand (it defaults to 256). */
+static int lt_align(const void *p, int ld, long long stride, size_t es) {
+  uintptr_t v = (uintptr_t)p | (uintptr_t)((size_t)ld * es) | (uintptr_t)((size_t)stride * es) | (uintptr_t)256;
   return (int)(v & (~v + 1));
+}
+
+static cudaDataType_t lt_type(int t) {
+  return t == GPAR_DOUBLE ? CUDA_R_64F : t == GPAR_HALF ? CUDA_R_16F : t == GPAR_BFLOAT16 ? CUDA_R_16BF : CUDA_R_32F;
+}
+
+/* A layout of rows x cols (ld) of type t, batch entries stride apart. */
+static int lt_layout(cublasLtMatrixLayout_t *l, int t, int rows, int cols, int ld, int batch, long long stride,
+                     const char *what) {
+  int st = gpar__cublas_check(cublasLtMatrixLayoutCreate(l, lt_type(t), (uint64_t)rows, (uint64_t)cols, ld), what);
+  if (st || batch <= 1) return st;
+  const int32_t n = batch;
+  const int64_t s = stride;
+  if ((st = gpar__cublas_check(cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &n, sizeof n),
+                               "cublasLtMatrixLayoutSetAttribute(BATCH_COUNT)")))
+    return st;
+  return gpar__cublas_check(
+      cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &s, sizeof s),
+      "cublasLtMatrixLayoutSetAttribute(STRIDED_BATCH_OFFSET)");
 }
 
 /* Build plan p for key k: descriptor, layouts, and the heuristic's best algorithm within the
  * workspace and alignments. No algorithm (none returned, or CUBLAS_STATUS_NOT_SUPPORTED) leaves
  * p in state CUDA_LT_NONE; any other failure is returned, p empty. */
-static int lt_plan_make(struct cuda_dev *d, const struct cuda_lt_key *k, struct cuda_lt_plan *p) {
-  const int dbl = k->elem_size == 8;
-  const cudaDataType_t dt = dbl ? CUDA_R_64F : CUDA_R_32F;
+static int lt_plan_make(struct cuda_dev *d, const gpar__gemm_key *k, struct cuda_lt_plan *p) {
+  const int dbl = k->ab_type == GPAR_DOUBLE;
+  const cudaDataType_t dt = dbl ? CUDA_R_64F : CUDA_R_32F; /* alpha and beta */
   const cublasComputeType_t ct = dbl ? CUBLAS_COMPUTE_64F : k->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   const cublasOperation_t ta = k->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, tb = k->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasLtPointerMode_t pm = CUBLASLT_POINTER_MODE_HOST;
@@ -61,14 +82,11 @@ static int lt_plan_make(struct cuda_dev *d, const struct cuda_lt_key *k, struct 
       (st = gpar__cublas_check(
            cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_POINTER_MODE, &pm, sizeof pm),
            "cublasLtMatmulDescSetAttribute(POINTER_MODE)")) ||
-      (st = gpar__cublas_check(cublasLtMatrixLayoutCreate(&p->la, dt, (uint64_t)(k->trans_a ? k->k : k->m),
-                                                          (uint64_t)(k->trans_a ? k->m : k->k), k->lda),
-                               "cublasLtMatrixLayoutCreate(A)")) ||
-      (st = gpar__cublas_check(cublasLtMatrixLayoutCreate(&p->lb, dt, (uint64_t)(k->trans_b ? k->n : k->k),
-                                                          (uint64_t)(k->trans_b ? k->k : k->n), k->ldb),
-                               "cublasLtMatrixLayoutCreate(B)")) ||
-      (st = gpar__cublas_check(cublasLtMatrixLayoutCreate(&p->lc, dt, (uint64_t)k->m, (uint64_t)k->n, k->ldc),
-                               "cublasLtMatrixLayoutCreate(C)")) ||
+      (st = lt_layout(&p->la, k->ab_type, k->trans_a ? k->k : k->m, k->trans_a ? k->m : k->k, k->lda, k->batch,
+                      k->stride_a, "cublasLtMatrixLayoutCreate(A)")) ||
+      (st = lt_layout(&p->lb, k->ab_type, k->trans_b ? k->n : k->k, k->trans_b ? k->k : k->n, k->ldb, k->batch,
+                      k->stride_b, "cublasLtMatrixLayoutCreate(B)")) ||
+      (st = lt_layout(&p->lc, k->c_type, k->m, k->n, k->ldc, k->batch, k->stride_c, "cublasLtMatrixLayoutCreate(C)")) ||
       (st = gpar__cublas_check(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate")) ||
       (st = gpar__cublas_check(
            cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws),
@@ -101,7 +119,7 @@ fail:
 /* The plan for key k: the last one used, another cached one, or a new one in the place of the
  * least recently used (its descriptors are host objects: destroying them does not touch GEMMs
  * already enqueued or captured). NULL with *st set when a new one could not be made. */
-static struct cuda_lt_plan *lt_plan_get(struct cuda_dev *d, const struct cuda_lt_key *k, int *st) {
+static struct cuda_lt_plan *lt_plan_get(struct cuda_dev *d, const gpar__gemm_key *k, int *st) {
   struct cuda_lt_cache *c = &d->lt;
   struct cuda_lt_plan *p = &c->plan[c->last];
   *st = GPAR_OK;
@@ -128,44 +146,38 @@ static struct cuda_lt_plan *lt_plan_get(struct cuda_dev *d, const struct cuda_lt
   return p;
 }
 
-int gpar__cuda_lt_gemm(struct cuda_dev *d, const gpar__gemm_args *a, int *ran) {
-  const size_t es = (size_t)a->elem_size;
+int gpar__cuda_lt_gemm(struct cuda_dev *d, const gpar__gemm_ex_args *x, int *ran) {
+  const gpar__gemm_args *a = &x->g;
+  const size_t es = (size_t)a->elem_size, cs = gpar_dtype_size((gpar_dtype)x->c_type);
   const void *A = (const char *)a->a + a->a_off * es, *B = (const char *)a->b + a->b_off * es;
-  void *C = (char *)a->c + a->c_off * es;
-  struct cuda_lt_key k;
+  void *C = (char *)a->c + a->c_off * cs;
+  const int batched = x->batch > 1;
+  gpar__gemm_key k;
   int st;
   *ran = 0;
-  memset(&k, 0, sizeof k);
-  k.elem_size = a->elem_size;
-  k.trans_a = a->trans_a == GPAR_TRANS;
-  k.trans_b = a->trans_b == GPAR_TRANS;
-  k.m = a->m;
-  k.n = a->n;
-  k.k = a->k;
-  k.lda = a->lda;
-  k.ldb = a->ldb;
-  k.ldc = a->ldc;
-  k.align_a = lt_align(A, a->lda, es);
-  k.align_b = lt_align(B, a->ldb, es);
-  k.align_c = lt_align(C, a->ldc, es);
-  k.tf32 = a->elem_size == 4 && d->be->tf32;
+  gpar__gemm_key_set(&k, x);
+  k.align_a = lt_align(A, a->lda, batched ? x->stride_a : 0, es);
+  k.align_b = lt_align(B, a->ldb, batched ? x->stride_b : 0, es);
+  k.align_c = lt_align(C, a->ldc, batched ? x->stride_c : 0, cs);
+  k.tf32 = x->ab_type == GPAR_FLOAT && d->be->tf32;
   struct cuda_lt_plan *p = lt_plan_get(d, &k, &st);
   if (!p) return st;
   if (p->state != CUDA_LT_READY) return GPAR_OK;
   const float fa = (float)a->alpha, fb = (float)a->beta;
-  const void *alpha = a->elem_size == 8 ? (const void *)&a->alpha : (const void *)&fa;
-  const void *beta = a->elem_size == 8 ? (const void *)&a->beta : (const void *)&fb;
+  const int dbl = x->ab_type == GPAR_DOUBLE;
+  const void *alpha = dbl ? (const void *)&a->alpha : (const void *)&fa;
+  const void *beta = dbl ? (const void *)&a->beta : (const void *)&fb;
   cublasStatus_t s = cublasLtMatmul(d->lt.lt, p->desc, alpha, A, p->la, B, p->lb, beta, C, p->lc, C, p->lc, &p->algo,
                                     d->blas_ws, CUDA_BLAS_WORKSPACE, d->lane[GPAR__LANE_COMPUTE]);
   if (s == CUBLAS_STATUS_NOT_SUPPORTED) { /* keep the key, remember to use cuBLAS for it */
-    struct cuda_lt_key kept = p->key;
+    gpar__gemm_key kept = p->key;
     lt_plan_clear(p);
     p->key = kept;
     p->state = CUDA_LT_NONE;
     p->used = d->lt.tick;
     return GPAR_OK;
   }
-  if ((st = gpar__cublas_check(s, a->elem_size == 8 ? "cublasLtMatmul (dgemm)" : "cublasLtMatmul (sgemm)"))) return st;
+  if ((st = gpar__cublas_check(s, "cublasLtMatmul"))) return st;
   *ran = 1;
   return GPAR_OK;
 }

@@ -2,7 +2,7 @@
  * and the calls its files share, listed file by file from the bottom layer up. Included only by
  * the .c files of backends/cuda, never by core/.
  *
- * Layers (bottom first): cuda_errors.c cuda_device.c cuda_memory.c cuda_events.c cuda_blas_lt.c cuda_blas_cublas.c cuda_graph.c cuda_nccl.c cuda_table.c
+ * Layers (bottom first): cuda_errors.c cuda_device.c cuda_memory.c cuda_events.c cuda_blas_lt.c cuda_blas_cublas.c cuda_blas_vec.c cuda_graph.c cuda_nccl.c cuda_table.c
  *
  * A file calls only into files listed before it (and cudart, cuBLAS, cublasLt, NCCL):
  *   cuda_errors.c       cudart and cuBLAS/cublasLt statuses -> gpar statuses and messages
@@ -10,9 +10,11 @@
  *                       alloc stream, memory pool, peer access; thread binding; lane sync
  *   cuda_memory.c       device and pinned host memory; copies and fills on a lane
  *   cuda_events.c       the pooled events and the event entries
- *   cuda_blas_lt.c      cublasLt plans cached per GEMM shape
- *   cuda_blas_cublas.c  the cuBLAS handle and workspace, and the gemm entry (cublasLt plan, else
- *                       cublasSgemm/Dgemm)
+ *   cuda_blas_lt.c      cublasLt plans cached per GEMM shape, batch and types
+ *   cuda_blas_cublas.c  the cuBLAS handle and workspace, and the gemm and gemm_ex entries
+ *                       (cublasLt plan, else cublasSgemm/Dgemm, their StridedBatched forms,
+ *                       cublasGemmEx / cublasGemmStridedBatchedEx)
+ *   cuda_blas_vec.c     the gemv, axpy, scal and dot entries (cuBLAS on the compute lane)
  *   cuda_graph.c        CUDA graphs: stream capture of the lanes
  *   cuda_nccl.c         NCCL collectives (built with NCCL only; keeps NCCL's own status mapping,
  *                       so that cuda_errors.c builds without NCCL)
@@ -46,19 +48,16 @@ struct gpar__backend {
 /* cublasLt plans kept per device (its compute lane); the least recently used one goes. */
 #define CUDA_LT_PLANS 32
 
-/* What identifies a plan: everything cublasLt's heuristic saw. Alignments are the largest power
- * of two (at most 256) dividing both the operand's address and its leading dimension in bytes.
- * alpha and beta are always host pointers (cublasLt's default pointer mode). All ints: no
- * padding, compared with memcmp. */
-struct cuda_lt_key {
-  int elem_size, trans_a, trans_b, m, n, k, lda, ldb, ldc;
-  int align_a, align_b, align_c, tf32;
-};
+/* What identifies a plan: everything cublasLt's heuristic saw, in the key both GPU backends
+ * share (core/backend_blas.h: shape, types, batch, strides) with its align_* and tf32 fields set.
+ * Alignments are the largest power of two (at most 256) dividing the operand's address, its
+ * leading dimension and (batches) its stride in bytes. alpha and beta are always host pointers
+ * (cublasLt's default pointer mode). */
 
 enum { CUDA_LT_EMPTY = 0, CUDA_LT_READY, CUDA_LT_NONE /* no algorithm: cublasSgemm/Dgemm */ };
 
 struct cuda_lt_plan {
-  struct cuda_lt_key key;
+  gpar__gemm_key key;
   int state; /* CUDA_LT_* */
   uint64_t used; /* cache tick of the last use (LRU) */
   cublasLtMatmulDesc_t desc;
@@ -191,10 +190,11 @@ GPAR__HIDDEN int gpar__cuda_event_elapsed(gpar__event *start, gpar__event *end, 
 GPAR__HIDDEN int gpar__cuda_lt_open(struct cuda_dev *d);
 /* Destroy the plans and the handle. Safe on a partial open. */
 GPAR__HIDDEN void gpar__cuda_lt_close(struct cuda_dev *d);
-/* Enqueue the GEMM (alpha != 0, k > 0) through d's cached plan for its shape, making the plan
- * the first time. *ran = 0 with GPAR_OK when cublasLt has no algorithm for it (the caller then
- * uses cublasSgemm/Dgemm); no allocation or synchronisation, so it can be captured in a graph. */
-GPAR__HIDDEN int gpar__cuda_lt_gemm(struct cuda_dev *d, const gpar__gemm_args *a, int *ran);
+/* Enqueue the GEMM (alpha != 0, k > 0; any batch and types) through d's cached plan for its
+ * shape, making the plan the first time. *ran = 0 with GPAR_OK when cublasLt has no algorithm for
+ * it (the caller then uses cuBLAS's own call); no allocation or synchronisation, so it can be
+ * captured in a graph. */
+GPAR__HIDDEN int gpar__cuda_lt_gemm(struct cuda_dev *d, const gpar__gemm_ex_args *a, int *ran);
 
 /* ---- cuda_blas_cublas.c ---- */
 
@@ -203,10 +203,18 @@ GPAR__HIDDEN int gpar__cuda_lt_gemm(struct cuda_dev *d, const gpar__gemm_args *a
 GPAR__HIDDEN int gpar__cuda_blas_open(struct cuda_dev *d);
 /* Destroy what gpar__cuda_blas_open made (d current; lanes idle). Safe on a partial open. */
 GPAR__HIDDEN void gpar__cuda_blas_close(struct cuda_dev *d);
-/* The backend's gemm entry (cublasLt or cuBLAS on the compute lane). */
+/* The backend's gemm and gemm_ex entries (cublasLt or cuBLAS on the compute lane). */
 GPAR__HIDDEN int gpar__cuda_gemm(gpar__bdev *dev, int lane, const gpar__gemm_args *a);
+GPAR__HIDDEN int gpar__cuda_gemm_ex(gpar__bdev *dev, int lane, const gpar__gemm_ex_args *a);
 /* The backend's gemm_counts entry: GEMMs run through a cublasLt plan and by cublasSgemm/Dgemm. */
 GPAR__HIDDEN void gpar__cuda_gemm_counts(gpar__bdev *dev, uint64_t *planned, uint64_t *fallback);
+
+/* ---- cuda_blas_vec.c: the backend's gemv, axpy, scal and dot entries ---- */
+
+GPAR__HIDDEN int gpar__cuda_gemv(gpar__bdev *dev, int lane, const gpar__gemv_args *a);
+GPAR__HIDDEN int gpar__cuda_axpy(gpar__bdev *dev, int lane, const gpar__blas1_args *a);
+GPAR__HIDDEN int gpar__cuda_scal(gpar__bdev *dev, int lane, const gpar__blas1_args *a);
+GPAR__HIDDEN int gpar__cuda_dot(gpar__bdev *dev, int lane, const gpar__blas1_args *a);
 
 /* ---- cuda_graph.c: the backend's graph entries (stream capture of the lanes) ---- */
 

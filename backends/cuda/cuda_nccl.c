@@ -392,7 +392,11 @@ int gpar__cuda_coll(gpar__bdev *dev, int lane, const gpar__coll_args *a) {
   struct cuda_nccl *c = a->comm;
   struct cuda_nccl_member *m = &c->m[a->rank];
   cudaStream_t s = dev->d.lane[lane];
-  ncclDataType_t dt = a->elem_size == 4 ? ncclFloat : ncclDouble;
+  const ncclDataType_t dt = a->dtype == GPAR_DOUBLE      ? ncclDouble
+                            : a->dtype == GPAR_HALF      ? ncclFloat16
+                            : a->dtype == GPAR_BFLOAT16  ? ncclBfloat16
+                            : a->dtype == GPAR_INT32     ? ncclInt32
+                                                         : ncclFloat;
   ncclRedOp_t op = a->op == GPAR_MAX ? ncclMax : a->op == GPAR_MIN ? ncclMin : ncclSum;
   char *p = (char *)a->mem + a->off, *mine = p + (size_t)a->rank * a->count * (size_t)a->elem_size;
   const char *what = a->kind == GPAR_COLL_ALLREDUCE        ? "ncclAllReduce"

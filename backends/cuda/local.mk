@@ -3,7 +3,8 @@
 # (cuda_internal.h lists the layers).
 CUDA_SOURCES = backends/cuda/cuda_internal.h backends/cuda/cuda_errors.c backends/cuda/cuda_device.c \
 	backends/cuda/cuda_memory.c backends/cuda/cuda_events.c backends/cuda/cuda_blas_lt.c \
-	backends/cuda/cuda_blas_cublas.c backends/cuda/cuda_graph.c backends/cuda/cuda_table.c
+	backends/cuda/cuda_blas_cublas.c backends/cuda/cuda_blas_vec.c backends/cuda/cuda_graph.c \
+	backends/cuda/cuda_table.c
 EXTRA_DIST += $(CUDA_SOURCES) backends/cuda/cuda_nccl.c
 if HAVE_CUDA
 noinst_LTLIBRARIES += libgpar_cuda.la

@@ -1,7 +1,8 @@
 /* host_backend.c: the CPU as a device, the reference and the fallback. Ops run to completion on
- * the core's CPU worker threads (ordered_by_events = 0): copies are memcpy, fill is memset, GEMM
- * is CBLAS from OpenBLAS. OpenBLAS runs single-threaded inside each op, so parallelism comes
- * from running independent ops on different workers rather than from oversubscribed cores. */
+ * the core's CPU worker threads (ordered_by_events = 0): copies are memcpy, fill is memset, BLAS
+ * is CBLAS from OpenBLAS (host_blas.c). OpenBLAS runs single-threaded inside each op, so
+ * parallelism comes from running independent ops on different workers rather than from
+ * oversubscribed cores. */
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,39 +93,6 @@ static int host_fill(gpar__bdev *dev, int lane, void *mem, size_t off, size_t by
   return GPAR_OK;
 }
 
-/* alpha == 0 or k == 0: C = beta * C without touching A or B (BLAS: they are not referenced,
- * so NaN or garbage there stays out; no pointer into them is even formed). beta == 0 writes
- * exact zeros, so NaN in C does not survive either. Some OpenBLAS builds read A and B here. */
-static void host_gemm_scale_c(const gpar__gemm_args *g) {
-  for (int j = 0; j < g->n; j++) {
-    const size_t col = g->c_off + (size_t)j * (size_t)g->ldc;
-    if (g->elem_size == 4) {
-      float *c = (float *)g->c + col;
-      const float beta = (float)g->beta;
-      for (int i = 0; i < g->m; i++) c[i] = beta == 0.0f ? 0.0f : beta * c[i];
-    } else {
-      double *c = (double *)g->c + col;
-      for (int i = 0; i < g->m; i++) c[i] = g->beta == 0.0 ? 0.0 : g->beta * c[i];
-    }
-  }
-}
-
-static int host_gemm(gpar__bdev *dev, int lane, const gpar__gemm_args *g) {
-  if (g->alpha == 0.0 || g->k == 0) {
-    if (g->beta != 1.0) host_gemm_scale_c(g);
-    return GPAR_OK;
-  }
-  enum CBLAS_TRANSPOSE ta = g->trans_a == GPAR_TRANS ? CblasTrans : CblasNoTrans;
-  enum CBLAS_TRANSPOSE tb = g->trans_b == GPAR_TRANS ? CblasTrans : CblasNoTrans;
-  if (g->elem_size == 4)
-    cblas_sgemm(CblasColMajor, ta, tb, g->m, g->n, g->k, (float)g->alpha, (const float *)g->a + g->a_off, g->lda,
-                (const float *)g->b + g->b_off, g->ldb, (float)g->beta, (float *)g->c + g->c_off, g->ldc);
-  else
-    cblas_dgemm(CblasColMajor, ta, tb, g->m, g->n, g->k, g->alpha, (const double *)g->a + g->a_off, g->lda,
-                (const double *)g->b + g->b_off, g->ldb, g->beta, (double *)g->c + g->c_off, g->ldc);
-  return GPAR_OK;
-}
-
 const gpar__backend_ops gpar__host_backend = {
     .name = "host",
     .id = GPAR_BACKEND_HOST,
@@ -139,6 +107,11 @@ const gpar__backend_ops gpar__host_backend = {
     .mem_free = host_mem_free,
     .copy = host_copy,
     .fill = host_fill,
-    .gemm = host_gemm,
+    .gemm = gpar__host_gemm,
+    .gemm_ex = gpar__host_gemm_ex,
+    .gemv = gpar__host_gemv,
+    .axpy = gpar__host_axpy,
+    .scal = gpar__host_scal,
+    .dot = gpar__host_dot,
     .reduce = gpar__host_reduce,
 };

@@ -1,7 +1,8 @@
 /* opencl_backend.c: the OpenCL backend: every device of every ICD platform, one context per
  * platform (shared by all engines: opencl_contexts.c), four in-order queues per device, ordering
  * through events. Probe, devices, memory, copies and events live here; errors in
- * opencl_errors.c, GEMM in opencl_blas_clblast.c. */
+ * opencl_errors.c, GEMMs in opencl_blas_clblast.c, GEMV and level 1 in opencl_blas_vec.c, the
+ * backend's own kernels in opencl_blas_kernels.c. */
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -220,9 +221,11 @@ static int gpar__cl_device_info(gpar__backend *be, int idx, gpar_device_props *i
 
 static void gpar__cl_device_close(gpar__bdev *dev) {
   if (!dev) return;
+  for (int l = 0; l < GPAR__NLANES; l++)
+    if (dev->lanes[l].q) clFinish(dev->lanes[l].q);
+  gpar__cl_kernels_close(dev);
   for (int l = 0; l < GPAR__NLANES; l++) {
     gpar__cllane *ln = &dev->lanes[l];
-    if (ln->q) clFinish(ln->q);
     if (ln->last) clReleaseEvent(ln->last);
     if (ln->temp) clReleaseMemObject(ln->temp);
     if (ln->q) clReleaseCommandQueue(ln->q);
@@ -595,6 +598,11 @@ const gpar__backend_ops gpar__opencl_backend = {
     .copy = gpar__cl_copy,
     .fill = gpar__cl_fill,
     .gemm = gpar__cl_gemm,
+    .gemm_ex = gpar__cl_gemm_ex,
+    .gemv = gpar__cl_gemv,
+    .axpy = gpar__cl_axpy,
+    .scal = gpar__cl_scal,
+    .dot = gpar__cl_dot,
     .peer_ok = gpar__cl_peer_ok,
     .event_record = gpar__cl_event_record,
     .event_wait = gpar__cl_event_wait,

@@ -1,5 +1,8 @@
 /* opencl_blas_clblast.c: GEMM on OpenCL through CLBlast: the per-lane temp buffer and its
- * shape cache, the lock that serialises CLBlast's cold calls, and the k == 0 path. */
+ * shape cache, the lock that serialises CLBlast's cold calls (every routine's: GEMV and level 1
+ * too), the k == 0 path, strided batches (CLBlastSgemmStridedBatched / Dgemm...) and f16/bf16
+ * operands, converted into f32 copies by the backend's own kernels (opencl_blas_kernels.c), then
+ * CLBlast's SGEMM, then C converted back when it is f16/bf16. */
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
@@ -54,7 +57,32 @@ void gpar__cl_blas_forget(void) {
  * a shape may fill caches, so it runs under this lock; repeated shapes only read them. */
 static pthread_mutex_t gpar__clblast_cold_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static int gpar__cl_gemm_run(gpar__bdev *dev, gpar__cllane *ln, const gpar__gemm_args *a, const gpar__clgemm_key *kp,
+int gpar__cl_clblast_enter(gpar__cllane *ln, unsigned w) {
+  if (ln->warm & w) return 0;
+  pthread_mutex_lock(&gpar__clblast_cold_lock);
+  return 1;
+}
+
+void gpar__cl_clblast_leave(gpar__cllane *ln, unsigned w, int locked, int ok) {
+  if (!locked) return;
+  if (ok) ln->warm |= w;
+  pthread_mutex_unlock(&gpar__clblast_cold_lock);
+}
+
+int gpar__cl_clblast_done(gpar__bdev *dev, gpar__cllane *ln, CLBlastStatusCode s, cl_event ev, const char *what) {
+  if (s != CLBlastSuccess) {
+    if (ev) clReleaseEvent(ev);
+    gpar__cl_mark_dirty(ln); /* something may have been enqueued before the failure */
+    if (s == CLBlastNoDoublePrecision)
+      return gpar__errorf(GPAR_ENOTSUP, "%s: device %s has no fp64 support (CLBlastNoDoublePrecision)", what,
+                          dev->d->name);
+    return gpar__cl_fail(what, (cl_int)s);
+  }
+  gpar__cl_enqueued(ln, ev);
+  return GPAR_OK;
+}
+
+static int gpar__cl_gemm_run(gpar__bdev *dev, gpar__cllane *ln, const gpar__gemm_args *a, const gpar__gemm_key *kp,
                              int cold);
 
 int gpar__cl_gemm(gpar__bdev *dev, int lane, const gpar__gemm_args *a) {
@@ -71,23 +99,13 @@ int gpar__cl_gemm(gpar__bdev *dev, int lane, const gpar__gemm_args *a) {
   if (a->m <= 0 || a->n <= 0 || a->k <= 0 || a->lda <= 0 || a->ldb <= 0 || a->ldc <= 0)
     return gpar__errorf(GPAR_EINVAL, "%s: m=%d n=%d k=%d lda=%d ldb=%d ldc=%d: CLBlast needs all > 0",
                         dbl ? "CLBlastDgemm" : "CLBlastSgemm", a->m, a->n, a->k, a->lda, a->ldb, a->ldc);
-  const CLBlastTranspose ta = a->trans_a == GPAR_TRANS ? CLBlastTransposeYes : CLBlastTransposeNo;
-  const CLBlastTranspose tb = a->trans_b == GPAR_TRANS ? CLBlastTransposeYes : CLBlastTransposeNo;
 
   /* Temp buffer: ask CLBlast how much this shape needs (cached per lane for a repeated shape),
    * grow the lane's buffer when short. The old one is released at once: OpenCL keeps it alive
    * until the GEMMs already enqueued with it are done. */
-  gpar__clgemm_key key;
-  memset(&key, 0, sizeof key);
-  key.elem_size = a->elem_size;
-  key.ta = (int)ta;
-  key.tb = (int)tb;
-  key.m = a->m;
-  key.n = a->n;
-  key.k = a->k;
-  key.lda = a->lda;
-  key.ldb = a->ldb;
-  key.ldc = a->ldc;
+  const gpar__gemm_ex_args x = gpar__gemm_ex_of(a);
+  gpar__gemm_key key;
+  gpar__gemm_key_set(&key, &x);
   key.a_off = a->a_off;
   key.b_off = a->b_off;
   key.c_off = a->c_off;
@@ -98,7 +116,7 @@ int gpar__cl_gemm(gpar__bdev *dev, int lane, const gpar__gemm_args *a) {
   return st;
 }
 
-static int gpar__cl_gemm_run(gpar__bdev *dev, gpar__cllane *ln, const gpar__gemm_args *a, const gpar__clgemm_key *kp,
+static int gpar__cl_gemm_run(gpar__bdev *dev, gpar__cllane *ln, const gpar__gemm_args *a, const gpar__gemm_key *kp,
                              int cold) {
   const int dbl = a->elem_size == 8;
   const CLBlastLayout lay = CLBlastLayoutColMajor;
@@ -139,20 +157,102 @@ static int gpar__cl_gemm_run(gpar__bdev *dev, gpar__cllane *ln, const gpar__gemm
                                        ldb, a->beta, (cl_mem)a->c, a->c_off, ldc, &ln->q, evp, ln->temp)
           : CLBlastSgemmWithTempBuffer(lay, ta, tb, m, n, k, (float)a->alpha, (cl_mem)a->a, a->a_off, lda, (cl_mem)a->b,
                                        a->b_off, ldb, (float)a->beta, (cl_mem)a->c, a->c_off, ldc, &ln->q, evp, ln->temp);
-  if (s != CLBlastSuccess) {
-    if (ev) clReleaseEvent(ev);
-    /* Something may have been enqueued before the failure: no longer trust `last`. */
-    gpar__cl_mark_dirty(ln);
-    if (s == CLBlastNoDoublePrecision)
-      return gpar__errorf(GPAR_ENOTSUP, "dgemm: device %s has no fp64 support (CLBlastNoDoublePrecision)",
-                          dev->d->name);
-    return gpar__cl_fail(dbl ? "CLBlastDgemmWithTempBuffer" : "CLBlastSgemmWithTempBuffer", (cl_int)s);
+  return gpar__cl_clblast_done(dev, ln, s, ev, dbl ? "CLBlastDgemmWithTempBuffer" : "CLBlastSgemmWithTempBuffer");
+}
+
+/* A strided batch (batch > 1) of f32 or f64 GEMMs: C = beta * C entry by entry when alpha or k
+ * is 0, else one CLBlastXgemmStridedBatched (it takes no temp buffer: CLBlast allocates what its
+ * indirect kernel needs). A lane's first call for a shape runs under the cold lock. */
+static int gpar__cl_gemm_batched(gpar__bdev *dev, gpar__cllane *ln, const gpar__gemm_ex_args *x) {
+  const gpar__gemm_args *a = &x->g;
+  const int dbl = x->ab_type == GPAR_DOUBLE;
+  int st = GPAR_OK;
+  if (dbl && !dev->d->fp64) return gpar__errorf(GPAR_ENOTSUP, "dgemm: device %s has no fp64 support", dev->d->name);
+  if (a->alpha == 0.0 || a->k == 0) {
+    pthread_mutex_lock(&gpar__clblast_cold_lock);
+    for (int i = 0; i < x->batch && st == GPAR_OK; i++) {
+      gpar__gemm_args g = *a;
+      g.c_off += (size_t)i * (size_t)x->stride_c;
+      st = gpar__cl_gemm_scale_c(dev, ln, &g);
+    }
+    pthread_mutex_unlock(&gpar__clblast_cold_lock);
+    return st;
   }
-  if (ev) {
-    gpar__cl_set_last(ln, ev);
-  } else {
-    gpar__cl_mark_dirty(ln);
-    clFlush(ln->q);
+  gpar__gemm_key key;
+  gpar__gemm_key_set(&key, x);
+  key.a_off = a->a_off;
+  key.b_off = a->b_off;
+  key.c_off = a->c_off;
+  const int cold = !(ln->bkey_valid && memcmp(&key, &ln->bkey, sizeof key) == 0);
+  const CLBlastLayout lay = CLBlastLayoutColMajor;
+  const CLBlastTranspose ta = a->trans_a == GPAR_TRANS ? CLBlastTransposeYes : CLBlastTransposeNo;
+  const CLBlastTranspose tb = a->trans_b == GPAR_TRANS ? CLBlastTransposeYes : CLBlastTransposeNo;
+  const size_t m = (size_t)a->m, n = (size_t)a->n, k = (size_t)a->k, nb = (size_t)x->batch;
+  const size_t sa = (size_t)x->stride_a, sb = (size_t)x->stride_b, sc = (size_t)x->stride_c;
+  cl_event ev = NULL, *evp = a->no_event ? NULL : &ev;
+  if (cold) pthread_mutex_lock(&gpar__clblast_cold_lock);
+  CLBlastStatusCode s =
+      dbl ? CLBlastDgemmStridedBatched(lay, ta, tb, m, n, k, a->alpha, (cl_mem)a->a, a->a_off, (size_t)a->lda, sa,
+                                       (cl_mem)a->b, a->b_off, (size_t)a->ldb, sb, a->beta, (cl_mem)a->c, a->c_off,
+                                       (size_t)a->ldc, sc, nb, &ln->q, evp)
+          : CLBlastSgemmStridedBatched(lay, ta, tb, m, n, k, (float)a->alpha, (cl_mem)a->a, a->a_off, (size_t)a->lda,
+                                       sa, (cl_mem)a->b, a->b_off, (size_t)a->ldb, sb, (float)a->beta, (cl_mem)a->c,
+                                       a->c_off, (size_t)a->ldc, sc, nb, &ln->q, evp);
+  if (cold) {
+    if (s == CLBlastSuccess) {
+      ln->bkey = key;
+      ln->bkey_valid = 1;
+    }
+    pthread_mutex_unlock(&gpar__clblast_cold_lock);
   }
-  return GPAR_OK;
+  return gpar__cl_clblast_done(dev, ln, s, ev, dbl ? "CLBlastDgemmStridedBatched" : "CLBlastSgemmStridedBatched");
+}
+
+/* f32 or f64 GEMMs, one (the plain path, with its temp buffer) or a strided batch. */
+static int gpar__cl_gemm_float(gpar__bdev *dev, int lane, const gpar__gemm_ex_args *x) {
+  return x->batch == 1 ? gpar__cl_gemm(dev, lane, &x->g) : gpar__cl_gemm_batched(dev, &dev->lanes[lane], x);
+}
+
+/* f16/bf16 A and B: packed f32 copies of them (one entry when its stride is 0), the f32 GEMM of
+ * the copies, into C when C is f32, else into an f32 copy of C (made from C unless beta == 0)
+ * that is rounded back into C's m x n elements of every entry. */
+static int gpar__cl_gemm_mixed(gpar__bdev *dev, int lane, const gpar__gemm_ex_args *x) {
+  gpar__cllane *ln = &dev->lanes[lane];
+  const gpar__gemm_args *a = &x->g;
+  const int m = a->m, n = a->n, k = a->k, half_c = x->c_type != GPAR_FLOAT, compute = a->alpha != 0.0 && k > 0;
+  const int ar = a->trans_a == GPAR_NO_TRANS ? m : k, ac = a->trans_a == GPAR_NO_TRANS ? k : m;
+  const int br = a->trans_b == GPAR_NO_TRANS ? k : n, bc = a->trans_b == GPAR_NO_TRANS ? n : k;
+  const int na = x->stride_a ? x->batch : 1, nb = x->stride_b ? x->batch : 1;
+  gpar__gemm_ex_args f = *x; /* the f32 GEMM that runs */
+  f.ab_type = f.c_type = GPAR_FLOAT;
+  f.g.elem_size = 4;
+  int st = GPAR_OK;
+  if (compute) {
+    cl_mem ta = gpar__cl_conv_buffer(dev, ln, GPAR__CL_CONV_A, (size_t)ar * (size_t)ac * (size_t)na * 4, &st);
+    cl_mem tb = ta ? gpar__cl_conv_buffer(dev, ln, GPAR__CL_CONV_B, (size_t)br * (size_t)bc * (size_t)nb * 4, &st) : NULL;
+    if (!tb) return st;
+    if ((st = gpar__cl_convert(dev, ln, 1, x->ab_type, (cl_mem)a->a, a->a_off, a->lda, x->stride_a, ar, ac, na, ta, 0)) ||
+        (st = gpar__cl_convert(dev, ln, 1, x->ab_type, (cl_mem)a->b, a->b_off, a->ldb, x->stride_b, br, bc, nb, tb, 0)))
+      return st;
+    f.g.a = ta, f.g.a_off = 0, f.g.lda = ar, f.stride_a = na > 1 ? (long long)ar * ac : 0;
+    f.g.b = tb, f.g.b_off = 0, f.g.ldb = br, f.stride_b = nb > 1 ? (long long)br * bc : 0;
+  }
+  cl_mem tc = NULL;
+  if (half_c) {
+    if (!(tc = gpar__cl_conv_buffer(dev, ln, GPAR__CL_CONV_C, (size_t)m * (size_t)n * (size_t)x->batch * 4, &st)))
+      return st;
+    if (a->beta != 0.0 &&
+        (st = gpar__cl_convert(dev, ln, 1, x->c_type, (cl_mem)a->c, a->c_off, a->ldc, x->stride_c, m, n, x->batch, tc, 0)))
+      return st;
+    f.g.c = tc, f.g.c_off = 0, f.g.ldc = m, f.stride_c = (long long)m * n;
+    f.g.no_event = 1; /* the conversion back comes last */
+  }
+  if ((st = gpar__cl_gemm_float(dev, lane, &f)) || !half_c) return st;
+  return gpar__cl_convert(dev, ln, 0, x->c_type, (cl_mem)a->c, a->c_off, a->ldc, x->stride_c, m, n, x->batch, tc,
+                          !a->no_event);
+}
+
+int gpar__cl_gemm_ex(gpar__bdev *dev, int lane, const gpar__gemm_ex_args *x) {
+  if (x->ab_type == GPAR_HALF || x->ab_type == GPAR_BFLOAT16) return gpar__cl_gemm_mixed(dev, lane, x);
+  return gpar__cl_gemm_float(dev, lane, x);
 }

@@ -1,6 +1,8 @@
 /* opencl_internal.h: the OpenCL backend's private types (backend, platform, device, lane, event)
  * and the calls its files share. Included only by the .c files of backends/opencl (and files
- * other features add there), never by core/. */
+ * other features add there), never by core/. Files: opencl_errors.c, opencl_blas_kernels.c (the
+ * backend's own conversion and zeroing kernels), opencl_blas_clblast.c (GEMMs), opencl_blas_vec.c
+ * (GEMV, level 1), opencl_contexts.c, opencl_backend.c (the table). */
 #ifndef GPAR_OPENCL_INTERNAL_H
 #define GPAR_OPENCL_INTERNAL_H
 
@@ -68,11 +70,14 @@ struct gpar__event {
   gpar__event *next; /* free list */
 };
 
-/* Shape of the last GEMM of a lane, to skip asking CLBlast for the temp size again. */
-typedef struct gpar__clgemm_key {
-  int elem_size, ta, tb, m, n, k, lda, ldb, ldc;
-  size_t a_off, b_off, c_off;
-} gpar__clgemm_key;
+/* Temporary f32 copies of a lane's f16/bf16 GEMM operands (opencl_blas_kernels.c): A, B, C. */
+enum { GPAR__CL_CONV_A, GPAR__CL_CONV_B, GPAR__CL_CONV_C, GPAR__CL_NCONV };
+
+/* The backend's own kernels (opencl_blas_kernels.c), one program per device. */
+enum {
+  GPAR__CLK_F16_TO_F32, GPAR__CLK_BF16_TO_F32, GPAR__CLK_F32_TO_F16, GPAR__CLK_F32_TO_BF16, GPAR__CLK_ZERO32,
+  GPAR__CLK_ZERO64, GPAR__CLK_COUNT
+};
 
 typedef struct gpar__cllane {
   cl_command_queue q;
@@ -85,10 +90,21 @@ typedef struct gpar__cllane {
    * call, which blocks the host on NVIDIA). Per lane, since lanes run concurrently. */
   cl_mem temp;
   size_t temp_size;
-  gpar__clgemm_key key;
-  size_t key_size; /* temp size CLBlast asked for `key` */
+  gpar__gemm_key key; /* shape of the lane's last plain GEMM (core/backend_blas.h), offsets set */
+  size_t key_size;    /* temp size CLBlast asked for `key` */
   int key_valid;
+  gpar__gemm_key bkey; /* shape of the lane's last strided-batched GEMM: CLBlast's caches are warm for it */
+  int bkey_valid;
+  unsigned warm;       /* GPAR__CLW_* bits: CLBlast routines this lane has run (their caches are filled) */
+  cl_mem conv[GPAR__CL_NCONV]; /* f32 copies of f16/bf16 operands, grown on demand */
+  size_t conv_size[GPAR__CL_NCONV];
 } gpar__cllane;
+
+/* CLBlast routines by precision, for gpar__cllane.warm. */
+enum {
+  GPAR__CLW_SGEMV = 1, GPAR__CLW_DGEMV = 2, GPAR__CLW_SAXPY = 4, GPAR__CLW_DAXPY = 8, GPAR__CLW_SSCAL = 16,
+  GPAR__CLW_DSCAL = 32, GPAR__CLW_SDOT = 64, GPAR__CLW_DDOT = 128
+};
 
 struct gpar__bdev {
   gpar__backend *be;
@@ -96,6 +112,11 @@ struct gpar__bdev {
   gpar__cldev *d;
   cl_context ctx;
   gpar__cllane lanes[GPAR__NLANES];
+  /* The backend's own program and its kernels (opencl_blas_kernels.c), built at first use by the
+   * device's dispatcher; prog_err: the build failed (its status is returned again). */
+  cl_program prog;
+  cl_kernel kern[GPAR__CLK_COUNT];
+  int prog_err;
 };
 
 /* ---- opencl_errors.c ---- */
@@ -105,10 +126,45 @@ GPAR__HIDDEN const char *gpar__cl_name(cl_int err, int *status);
 /* Record "call: CL_NAME (code)" for the calling thread and return the mapped gpar status. */
 GPAR__HIDDEN int gpar__cl_fail(const char *call, cl_int err);
 
+/* ---- opencl_blas_kernels.c: the backend's own OpenCL C program ---- */
+
+/* Convert a rows x cols matrix of f16/bf16 (type t, element offset off, leading dimension ld),
+ * entries stride apart, batch of them, into packed f32 at dst (ld rows, entries rows * cols
+ * apart); to_f32 == 0: the other way, writing only those elements of the f16/bf16 matrix. With
+ * want_event the kernel's event becomes the lane's last, else the lane is marked dirty. */
+GPAR__HIDDEN int gpar__cl_convert(gpar__bdev *dev, gpar__cllane *ln, int to_f32, int t, cl_mem hbuf, size_t off, int ld,
+                                  long long stride, int rows, int cols, int batch, cl_mem f32, int want_event);
+/* n elements of es (4 or 8) bytes, inc apart from element off of x, set to zero bits. */
+GPAR__HIDDEN int gpar__cl_zero(gpar__bdev *dev, gpar__cllane *ln, int es, cl_mem x, size_t off, int n, int inc,
+                               int want_event);
+/* The lane's temporary f32 buffer i (GPAR__CL_CONV_*) with room for bytes; NULL after a failure. */
+GPAR__HIDDEN cl_mem gpar__cl_conv_buffer(gpar__bdev *dev, gpar__cllane *ln, int i, size_t bytes, int *st);
+/* Release the program, its kernels and every lane's conversion buffers (device close). */
+GPAR__HIDDEN void gpar__cl_kernels_close(gpar__bdev *dev);
+
 /* ---- opencl_blas_clblast.c ---- */
 
-/* The backend's gemm entry (CLBlast on the lane's queue). */
+/* The backend's gemm and gemm_ex entries (CLBlast on the lane's queue; f16/bf16 through f32
+ * copies made by opencl_blas_kernels.c). */
 GPAR__HIDDEN int gpar__cl_gemm(gpar__bdev *dev, int lane, const gpar__gemm_args *a);
+GPAR__HIDDEN int gpar__cl_gemm_ex(gpar__bdev *dev, int lane, const gpar__gemm_ex_args *a);
+/* CLBlast 1.5.x fills its caches unsafely when two threads do it at once: a lane's first call of a
+ * routine (warm bit w of ln->warm still clear) runs between enter and leave, under one process
+ * lock; later calls take no lock. enter returns whether it locked. leave sets the bit when ok. */
+GPAR__HIDDEN int gpar__cl_clblast_enter(gpar__cllane *ln, unsigned w);
+GPAR__HIDDEN void gpar__cl_clblast_leave(gpar__cllane *ln, unsigned w, int locked, int ok);
+/* After a CLBlast call that returned s with event ev (NULL when none was asked for): the event
+ * becomes the lane's last, or the lane is marked dirty and flushed; a failure is reported as
+ * "what: CLBlast name". */
+GPAR__HIDDEN int gpar__cl_clblast_done(gpar__bdev *dev, gpar__cllane *ln, CLBlastStatusCode s, cl_event ev,
+                                       const char *what);
+
+/* ---- opencl_blas_vec.c: the gemv, axpy, scal and dot entries (CLBlast) ---- */
+
+GPAR__HIDDEN int gpar__cl_gemv(gpar__bdev *dev, int lane, const gpar__gemv_args *a);
+GPAR__HIDDEN int gpar__cl_axpy(gpar__bdev *dev, int lane, const gpar__blas1_args *a);
+GPAR__HIDDEN int gpar__cl_scal(gpar__bdev *dev, int lane, const gpar__blas1_args *a);
+GPAR__HIDDEN int gpar__cl_dot(gpar__bdev *dev, int lane, const gpar__blas1_args *a);
 
 /* CLBlast's process-wide caches (programs, which hold their contexts; tuning database) are
  * cleared. Only when no OpenCL backend is open (opencl_contexts.c). */
@@ -139,5 +195,16 @@ static inline void gpar__cl_set_last(gpar__cllane *ln, cl_event ev) {
 
 /* Something the backend cannot see was enqueued on the lane: `last` no longer orders it. */
 static inline void gpar__cl_mark_dirty(gpar__cllane *ln) { atomic_store_explicit(&ln->dirty, 1, memory_order_relaxed); }
+
+/* After an enqueue that gave event ev, or none (ev NULL: the core asked for no event after it):
+ * ev becomes the lane's last command, or the lane is marked dirty and flushed. */
+static inline void gpar__cl_enqueued(gpar__cllane *ln, cl_event ev) {
+  if (ev) {
+    gpar__cl_set_last(ln, ev);
+  } else {
+    gpar__cl_mark_dirty(ln);
+    clFlush(ln->q);
+  }
+}
 
 #endif

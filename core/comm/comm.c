@@ -27,10 +27,6 @@ static gpar__handle_table *table(void) {
   return comm_table;
 }
 
-GPAR_API size_t gpar_dtype_size(gpar_dtype dtype) {
-  return dtype == GPAR_FLOAT ? 4 : dtype == GPAR_DOUBLE ? 8 : 0;
-}
-
 GPAR_API int gpar_error_set(int status, const char *msg) {
   return gpar__errorf(status, "%s", msg ? msg : "");
 }

@@ -110,7 +110,8 @@ int gpar__comm_backend(gpar__comm *c, const gpar_coll *a, const gpar__comm_membe
       break;
     }
     *(gpar__coll_args *)gpar__op_args(op) = (gpar__coll_args){(int)a->kind, c->bcomm, n, b->mem, m[n].off, a->count,
-                                                              (int)gpar_dtype_size(a->dtype), (int)a->op, a->root, 0};
+                                                              (int)gpar_dtype_size(a->dtype), (int)a->op, a->root, 0,
+                                                              (int)a->dtype};
     int mode = a->kind == GPAR_COLL_BROADCAST && a->root == n ? GPAR__READ : GPAR__READ | GPAR__WRITE;
     st = gpar__op_use(op, b, mode);
     if (st == GPAR_OK)
@@ -189,7 +190,7 @@ static int submit_reduce(gpar__comm *c, const gpar_coll *a, size_t count, const 
     return GPAR_ENOMEM;
   }
   gpar__reduce_args *ra = gpar__op_args(op);
-  *ra = (gpar__reduce_args){(int)gpar_dtype_size(a->dtype), (int)a->op, count, nsrc, 0, src, dst};
+  *ra = (gpar__reduce_args){(int)gpar_dtype_size(a->dtype), (int)a->op, count, nsrc, 0, src, dst, (int)a->dtype};
   gpar__buf *b;
   if ((st = gpar__buf_get(eng, r, &b)) == GPAR_OK) {
     dst[ndst++] = b->mem;

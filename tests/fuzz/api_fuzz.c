@@ -1,7 +1,8 @@
 /* api_fuzz.c: a libFuzzer target for the public API. Input bytes decode into a program of calls
  * on one or two engines over every device (GPAR_BACKENDS picks the backend set): creates of all
  * sizes, releases, copies, writes, reads, fills, GEMMs with wrapping offsets and bad leading
- * dimensions, submits with stale/forged/foreign handle lists, user functions that sleep, fail,
+ * dimensions (plain, strided-batched with bad strides and batch counts, f16/bf16 with bad type
+ * pairs), GEMV, AXPY, SCAL and DOT with bad increments and overlapping operands, submits with stale/forged/foreign handle lists, user functions that sleep, fail,
  * call back into the API or destroy a communicator, waits, fault injection (every kind, "register"
  * and "capture" included), gpar_config_get, graphs (begin/end/launch/destroy, ops recorded
  * between, waits while recording, stale and forged graph handles), communicators (create over
@@ -654,9 +655,16 @@ static int extent(size_t off, int rows, int cols, int ld, unsigned __int128 *end
   return 1;
 }
 
+static void do_blas(unsigned sel);
+
 static void do_gemm(void) {
   static const int dims[] = {0, 1, 2, 3, 7, 16, -1, INT_MIN};
-  int dbl = u8() & 1;
+  unsigned sel = u8();
+  if (sel & 2) { /* the BLAS calls beyond sgemm/dgemm */
+    do_blas(sel >> 2);
+    return;
+  }
+  int dbl = sel & 1;
   size_t es_ = dbl ? 8 : 4;
   int ta = (int)(u8() % 5) - 1, tb = (int)(u8() % 5) - 1; /* -1, 0, 1, 2, 3: some invalid */
   if (ta > 1) ta = ta == 2 ? GPAR_NO_TRANS : GPAR_TRANS;
@@ -712,6 +720,188 @@ static void do_gemm(void) {
                : gpar_sgemm((gpar_trans)ta, (gpar_trans)tb, m, n, k, 1.f, av.h, off[1], ld[1], bv.h, off[2], ld[2],
                             u8() & 1 ? 0.f : 0.5f, c->h, off[0], ld[0]);
   check(dbl ? "gpar_dgemm" : "gpar_sgemm", st, must, may);
+}
+
+/* ------------------------------------------------------------------ more BLAS */
+
+/* One operand of a BLAS call as the model sees it: a batch of rows x cols matrices (a vector:
+ * one row, its increment as ld) of es-byte elements; out: the call writes it. */
+typedef struct fz_opnd {
+  const shadow_buf *b;
+  size_t off, es;
+  int rows, cols, ld;
+  long long stride;
+  int batch, out;
+} fz_opnd;
+
+/* The statuses the call must return, given the argument errors already found (must): handle
+ * errors of every operand, then ranges over every batch entry (empty operands: the offset of
+ * their last entry), then overlaps of an output with any other operand or of its own entries
+ * (by byte range), and operands off the output's device. o[0] is the output. */
+static smask blas_predict(const fz_opnd *o, int n, smask must) {
+  unsigned __int128 end[4];
+  int live = 1;
+  for (int i = 0; i < n; i++) must |= handle_err(o[i].b), live &= o[i].b->state == H_LIVE;
+  for (int i = 1; i < n && live; i++)
+    if (o[i].b->eng != o[0].b->eng) must |= S(GPAR_EENGINE);
+  if (must) return must;
+  for (int i = 0; i < n; i++) {
+    const unsigned __int128 last = o[i].batch > 1 ? (unsigned __int128)(o[i].batch - 1) * (unsigned long long)o[i].stride : 0;
+    if (!o[i].rows || !o[i].cols || !o[i].batch) {
+      end[i] = o[i].off;
+      if (o[i].off + last > o[i].b->bytes / o[i].es) must |= S(GPAR_ERANGE);
+      continue;
+    }
+    end[i] = o[i].off + last + (unsigned __int128)(o[i].cols - 1) * (unsigned)o[i].ld + (unsigned)o[i].rows;
+    if (end[i] > o[i].b->bytes / o[i].es) must |= S(GPAR_ERANGE);
+  }
+  if (must) return must;
+  for (int i = 0; i < n; i++) {
+    if (!o[i].out) continue;
+    for (int j = 0; j < n; j++)
+      if (j != i && same(o[i].b->h, o[j].b->h) && end[i] > o[i].off && end[j] > o[j].off &&
+          o[i].off * o[i].es < end[j] * o[j].es && o[j].off * o[j].es < end[i] * o[i].es)
+        must |= S(GPAR_EALIAS);
+    if (o[i].batch > 1 && end[i] > o[i].off &&
+        (unsigned long long)o[i].stride < (unsigned long long)(o[i].cols - 1) * (unsigned)o[i].ld + (unsigned)o[i].rows)
+      must |= S(GPAR_EALIAS);
+  }
+  for (int i = 1; i < n; i++)
+    if (hostmem(o[i].b) != hostmem(o[0].b) || (!hostmem(o[0].b) && o[i].b->dev != o[0].b->dev)) must |= S(GPAR_EINVAL);
+  return must;
+}
+
+static int pick_ld(int rows) {
+  unsigned v = u8() % 8;
+  int want = rows > 1 ? rows : 1;
+  return v == 0 ? want - 1 : v == 1 ? 0 : v == 2 ? INT_MAX : v == 3 ? -3 : want + (int)(v - 4);
+}
+
+static size_t pick_eoff(size_t es) {
+  unsigned v = u8() % 8;
+  return v == 0 ? SIZE_MAX : v == 1 ? SIZE_MAX / es : v == 2 ? (size_t)u16() : v == 3 ? (size_t)(u8() % 64) : 0;
+}
+
+static long long pick_stride(void) {
+  static const long long v[] = {0, 1, 16, 64, 300, -1, LLONG_MAX, 4096};
+  return v[u8() % 8];
+}
+
+/* Strided-batched S/DGEMM (v 0) or gpar_gemm_ex (v 1). */
+static void do_blas_gemm(int ex) {
+  static const int dims[] = {0, 1, 2, 3, 7, 16, -1};
+  static const int types[] = {GPAR_HALF, GPAR_BFLOAT16, GPAR_FLOAT, GPAR_DOUBLE, GPAR_INT32, 9};
+  /* half the calls are sane: valid types, transposes and sizes, a batch of 2 or 3, operands that fit with C's stride
+   * at or one below its extent (below: C's entries overlap) */
+  const int sane = u8() % 2;
+  int dbl = u8() & 1, ab = ex ? types[u8() % (sane ? 3 : 6)] : dbl ? GPAR_DOUBLE : GPAR_FLOAT;
+  int ct = ex ? (u8() % 2 ? GPAR_FLOAT : u8() % 4 || sane ? ab : GPAR_DOUBLE) : ab;
+  int ta = (int)(u8() % (sane ? 2 : 3)), tb = (int)(u8() % (sane ? 2 : 3)); /* 2: invalid */
+  int m = dims[u8() % 7], n = dims[u8() % 7], k = dims[u8() % 7], batch = (int)(u8() % 5) - 1;
+  if (sane) m = 1 + (int)(u8() % 4), n = 1 + (int)(u8() % 4), k = (int)(u8() % 4), batch = 2 + (int)(u8() % 2);
+  smask must = 0, may = 0;
+  const int half = ab == GPAR_HALF || ab == GPAR_BFLOAT16;
+  if (ex && (!(half || ab == GPAR_FLOAT) || !(ct == ab || (half && ct == GPAR_FLOAT)))) must |= S(GPAR_EINVAL);
+  if (ta > 1 || tb > 1 || m < 0 || n < 0 || k < 0 || batch < 0) must |= S(GPAR_EINVAL);
+  const int ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
+  const size_t es = gpar_dtype_size((gpar_dtype)ab) ? gpar_dtype_size((gpar_dtype)ab) : 4;
+  const size_t cs = gpar_dtype_size((gpar_dtype)ct) ? gpar_dtype_size((gpar_dtype)ct) : 4;
+  fz_opnd o[3];
+  shadow_buf av = *pick(), bv = *pick(), *cp = pick();
+  const shadow_buf *bufs[3] = {cp, &av, &bv};
+  const int rows[3] = {m, ar, br}, cols[3] = {n, ac, bc};
+  for (int i = 0; i < 3; i++) {
+    o[i] = (fz_opnd){bufs[i], pick_eoff(i ? es : cs), i ? es : cs, rows[i], cols[i], pick_ld(rows[i]), pick_stride(),
+                     batch, i == 0};
+    if (sane) {
+      const long long ext = rows[i] > 0 && cols[i] > 0 ? (long long)(cols[i] - 1) * (rows[i] > 1 ? rows[i] : 1) + rows[i] : 0;
+      o[i].off = u8() % 4;
+      o[i].ld = rows[i] > 1 ? rows[i] : 1;
+      o[i].stride = i == 0 ? ext - (long long)(u8() % 2) : u8() % 2 ? ext : 0;
+      if (o[i].stride < 0) o[i].stride = 0;
+    }
+    if (o[i].ld < (rows[i] > 1 ? rows[i] : 1) || o[i].stride < 0) must |= S(GPAR_EINVAL);
+  }
+  if (!must) must = blas_predict(o, 3, 0); /* argument errors come first: nothing else is looked at */
+  if (!must && !hostmem(cp) && ab == GPAR_DOUBLE) may |= S(GPAR_ENOTSUP);
+  may |= async_may(eng_of(cp));
+  const float beta = u8() & 1 ? 0.f : 0.5f, alpha = u8() % 4 ? 1.f : 0.f;
+  int st;
+  if (ex)
+    st = gpar_gemm_ex((gpar_trans)ta, (gpar_trans)tb, m, n, k, alpha, (gpar_dtype)ab, av.h, o[1].off, o[1].ld,
+                      o[1].stride, bv.h, o[2].off, o[2].ld, o[2].stride, beta, (gpar_dtype)ct, cp->h, o[0].off, o[0].ld,
+                      o[0].stride, batch);
+  else if (dbl)
+    st = gpar_dgemm_strided_batched((gpar_trans)ta, (gpar_trans)tb, m, n, k, alpha, av.h, o[1].off, o[1].ld, o[1].stride,
+                                    bv.h, o[2].off, o[2].ld, o[2].stride, beta, cp->h, o[0].off, o[0].ld, o[0].stride,
+                                    batch);
+  else
+    st = gpar_sgemm_strided_batched((gpar_trans)ta, (gpar_trans)tb, m, n, k, alpha, av.h, o[1].off, o[1].ld, o[1].stride,
+                                    bv.h, o[2].off, o[2].ld, o[2].stride, beta, cp->h, o[0].off, o[0].ld, o[0].stride,
+                                    batch);
+  check(ex ? "gpar_gemm_ex" : dbl ? "gpar_dgemm_strided_batched" : "gpar_sgemm_strided_batched", st, must, may);
+}
+
+/* GEMV (kind 0), AXPY (1), SCAL (2), DOT (3). */
+static void do_blas_vec(int kind) {
+  static const int dims[] = {0, 1, 2, 5, 33, -1};
+  static const int incs[] = {1, 1, 2, 3, 0, -1};
+  int dbl = u8() & 1, t = (int)(u8() % 3), m = dims[u8() % 6], n = dims[u8() % 6];
+  const size_t es = dbl ? 8 : 4;
+  int inc[3] = {incs[u8() % 6], incs[u8() % 6], incs[u8() % 6]};
+  smask must = 0, may = 0;
+  fz_opnd o[3];
+  shadow_buf p0 = *pick(), p1 = *pick(), *p2 = pick();
+  int nop = kind == 2 ? 1 : kind == 1 ? 2 : 3, lda = pick_ld(m);
+  /* the increments each call takes: gemv y inc[0], x inc[2]; axpy y inc[0], x inc[1]; scal x inc[0]; dot x inc[1], y inc[2] */
+  const int used[4][3] = {{1, 0, 1}, {1, 1, 0}, {1, 0, 0}, {0, 1, 1}};
+  for (int i = 0; i < 3; i++)
+    if (used[kind][i] && inc[i] < 1) must |= S(GPAR_EINVAL);
+  if (n < 0 || (kind == 0 && (m < 0 || t > 1 || lda < (m > 1 ? m : 1)))) must |= S(GPAR_EINVAL);
+  if (kind == 0) { /* y = A x: y op[0], A op[1], x op[2] */
+    int lx = t ? m : n, ly = t ? n : m;
+    o[0] = (fz_opnd){&p0, pick_eoff(es), es, 1, ly, inc[0], 0, 1, 1};
+    o[1] = (fz_opnd){&p1, pick_eoff(es), es, m, n, lda, 0, 1, 0};
+    o[2] = (fz_opnd){p2, pick_eoff(es), es, 1, lx, inc[2], 0, 1, 0};
+  } else { /* axpy: y, x; scal: x; dot: result, x, y */
+    o[0] = (fz_opnd){&p0, pick_eoff(es), es, 1, kind == 3 ? 1 : n, kind == 3 ? 1 : inc[0], 0, 1, 1};
+    o[1] = (fz_opnd){&p1, pick_eoff(es), es, 1, n, inc[1], 0, 1, 0};
+    o[2] = (fz_opnd){p2, pick_eoff(es), es, 1, n, inc[2], 0, 1, 0};
+  }
+  if (!must) must = blas_predict(o, nop, 0);
+  if (!must && !hostmem(&p0) && dbl) may |= S(GPAR_ENOTSUP);
+  may |= async_may(eng_of(&p0));
+  const double alpha = u8() % 4 ? 1.5 : 0.0, beta = u8() & 1 ? 0.0 : 0.5;
+  const gpar_trans tr = (gpar_trans)t;
+  int st;
+  switch (kind) {
+  case 0:
+    st = dbl ? gpar_dgemv(tr, m, n, alpha, p1.h, o[1].off, lda, p2->h, o[2].off, inc[2], beta, p0.h, o[0].off, inc[0])
+             : gpar_sgemv(tr, m, n, (float)alpha, p1.h, o[1].off, lda, p2->h, o[2].off, inc[2], (float)beta, p0.h,
+                          o[0].off, inc[0]);
+    break;
+  case 1:
+    st = dbl ? gpar_daxpy(n, alpha, p1.h, o[1].off, inc[1], p0.h, o[0].off, inc[0])
+             : gpar_saxpy(n, (float)alpha, p1.h, o[1].off, inc[1], p0.h, o[0].off, inc[0]);
+    break;
+  case 2:
+    st = dbl ? gpar_dscal(n, alpha, p0.h, o[0].off, inc[0]) : gpar_sscal(n, (float)alpha, p0.h, o[0].off, inc[0]);
+    break;
+  default:
+    st = dbl ? gpar_ddot(n, p1.h, o[1].off, inc[1], p2->h, o[2].off, inc[2], p0.h, o[0].off)
+             : gpar_sdot(n, p1.h, o[1].off, inc[1], p2->h, o[2].off, inc[2], p0.h, o[0].off);
+  }
+  static const char *const names[2][4] = {{"gpar_sgemv", "gpar_saxpy", "gpar_sscal", "gpar_sdot"},
+                                          {"gpar_dgemv", "gpar_daxpy", "gpar_dscal", "gpar_ddot"}};
+  check(names[dbl][kind], st, must, may);
+}
+
+static void do_blas(unsigned sel) {
+  switch (sel % 6) {
+  case 0: do_blas_gemm(0); break;
+  case 1: do_blas_gemm(1); break;
+  default: do_blas_vec((int)(sel % 6) - 2);
+  }
 }
 
 static void do_submit(void) {
@@ -1006,8 +1196,9 @@ static void do_coll(void) {
   shadow_comm *cm = pick_comm();
   int n = cm->n, e = cm->eng, live = cm->state == C_LIVE || cm->state == C_DOOMED;
   unsigned v = u8() % 8;
-  gpar_dtype dt = v < 4 ? GPAR_FLOAT : v < 7 ? GPAR_DOUBLE : (gpar_dtype)(u8() % 2 ? 2 : -1);
-  size_t esz = dt == GPAR_FLOAT ? 4 : dt == GPAR_DOUBLE ? 8 : 0;
+  static const gpar_dtype more[3] = {GPAR_HALF, GPAR_BFLOAT16, GPAR_INT32}; /* every path of one process takes them */
+  gpar_dtype dt = v < 4 ? GPAR_FLOAT : v < 6 ? GPAR_DOUBLE : v == 6 ? more[u8() % 3] : (gpar_dtype)(u8() % 2 ? 5 : -1);
+  size_t esz = dt == GPAR_FLOAT ? 4 : dt == GPAR_DOUBLE ? 8 : dt == GPAR_INT32 ? 4 : dt == GPAR_HALF || dt == GPAR_BFLOAT16 ? 2 : 0;
   v = u8() % 8;
   gpar_redop op = v < 3 ? GPAR_SUM : v < 5 ? GPAR_MAX : v < 7 ? GPAR_MIN : (gpar_redop)(u8() % 2 ? 3 : -1);
   int root = (int)(u8() % (unsigned)(n + 2)) - 1;
@@ -1089,7 +1280,7 @@ static void do_coll(void) {
   /* Known data: written just before, read back just after (nothing else may touch it). */
   static unsigned char data[MAXM][4096];
   int verify = !must && cm->state == C_LIVE && e != rec_eng && !es[e].may_fail && !es[e].nested &&
-               total <= sizeof data[0] && u8() % 4 == 0;
+               total <= sizeof data[0] && u8() % 4 == 0 && (dt == GPAR_FLOAT || dt == GPAR_DOUBLE);
   unsigned seed = verify ? u8() : 0;
   size_t nel = (size_t)count * blocks;
   for (int i = 0; i < n && verify; i++) {

@@ -116,6 +116,8 @@ static void bad_input(const setup *t, gpar_buffer sb, gpar_buffer rb, size_t n) 
             "allreduce past the end (or on a wrong device): refused");
   mt_all_ok(gpar_broadcast(t->comm, bufs, NULL, 4, GPAR_FLOAT, t->nm) == GPAR_EINVAL || t->ndevs == 1,
             "broadcast from a root past the last member: GPAR_EINVAL");
+  mt_all_ok(t->ndevs > 1 || gpar_allreduce(t->comm, bufs, NULL, 4, GPAR_HALF, GPAR_SUM) == GPAR_ENOTSUP,
+            "allreduce of f16 across processes: GPAR_ENOTSUP (float and double only)");
   gpar_stats_get(t->eng, &s1);
   mt_all_ok(s1.ops_submitted == s0.ops_submitted, "bad input enqueued nothing");
 }
