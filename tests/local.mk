@@ -98,3 +98,12 @@ endif
 GPAR_TAP_TESTS += tests/cuda_gemm_lt
 tests_cuda_gemm_lt_SOURCES = tests/cuda_gemm_lt.c $(GPAR_TEST_HDRS)
 tests_cuda_gemm_lt_LDADD = libgpar.la -lm
+
+# ---- Portable kernels (gpar_kernel_*): conformance on every device of every backend, errors,
+# caches, the engine (dependencies, graphs, lifetimes), a CUDA device fault. Shared helpers in
+# tests/kernel_util.h.
+GPAR_KERNEL_TESTS = tests/kernel
+GPAR_TAP_TESTS += $(GPAR_KERNEL_TESTS)
+tests_kernel_SOURCES = tests/kernel.c tests/kernel_util.h $(GPAR_TEST_HDRS)
+tests_kernel_LDADD = libgpar.la -lm
+# ---- end of the kernel tests
