@@ -543,7 +543,8 @@ GPAR_API int gpar_graph_destroy(gpar_graph *graph);
  * writes, as other ops' failures do: gpar_wait on them reports it.
  *
  * Builds happen in the calling thread, never on an engine thread: gpar_kernel_build, or the
- * first launch (or gpar_kernel_info) on a device. Each build is cached in the engine's memory
+ * first launch (or gpar_kernel_info) on a device; from inside an op (a user function), a kernel
+ * with no build for the device is GPAR_EDEADLK (build it before). Each build is cached in the engine's memory
  * (per device target: another kernel with the same text on a device of the same target is a
  * hit) and on disk (gpar_config.kernel_cache_dir), keyed by everything that changes the binary:
  * the generated source, compile options, the dialect and libgpar versions, the target (CUDA:
