@@ -667,7 +667,8 @@ GPAR_API int gpar_kernel_info(gpar_kernel kernel, int dev, gpar_kernel_props *pr
 GPAR_API int gpar_kernel_log(gpar_kernel kernel, int dev, char *buf, size_t cap, size_t *len);
 /* Copy the whole source libgpar generates for the kernel on device dev (dialect header,
  * preamble, entry point), each line prefixed with its number as the compiler counts it
- * ("%5d  "), into buf as gpar_kernel_log does. Needs no build. */
+ * ("%5d  "), into buf as gpar_kernel_log does. Needs no build; GPAR_ENOTSUP (as a build) where
+ * the device cannot run the kernel. */
 GPAR_API int gpar_kernel_source(gpar_kernel kernel, int dev, char *buf, size_t cap, size_t *len);
 /* Whether device dev can build kernels, and with what: GPAR_OK with e.g. "NVRTC 13.0, sm_90",
  * "OpenCL C 1.2, PoCL ..." or "cc: gcc (Debian 12.2.0-14) 12.2.0" in buf; GPAR_ENOTSUP with the

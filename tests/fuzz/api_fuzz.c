@@ -1302,7 +1302,8 @@ static void do_kernel_call(void) {
   int ldev = e < 0 ? -1 : dev == GPAR_HOST ? host_index(e) : dev < es[e].ndev ? dev : -1;
   smask must = e < 0 ? S(GPAR_EINVAL) : what < 4 && ldev < 0 ? S(GPAR_ENODEV) : 0;
   smask may = e >= 0 && es[e].build_fault ? S(GPAR_EFAULT) : 0;
-  if (!must && what < 2 && es[e].info[ldev].backend_id == GPAR_BACKEND_HOST && ktexts[k->text].group) must |= S(GPAR_ENOTSUP);
+  if (!must && what != 2 && what != 4 && es[e].info[ldev].backend_id == GPAR_BACKEND_HOST && ktexts[k->text].group)
+    must |= S(GPAR_ENOTSUP); /* build, info and source: the host cannot run it */
   char buf[256];
   size_t len = 7;
   gpar_kernel_props p;
