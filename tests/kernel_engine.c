@@ -72,6 +72,43 @@ static void test_writers_order(int d) {
   gpar_kernel_release(w1), gpar_kernel_release(w2), gpar_kernel_release(r), gpar_kernel_release(w3);
 }
 
+/* A reader of y never starts before y's writer (out, or inout) ends: the writer waits a while
+ * for a flag that only the reader sets, so it must give up (y = 2); had the reader started
+ * beside it, it would have seen the flag (y = 1). On the host, two workers. */
+static void test_reader_waits(void) {
+  static const char *const params[2] = {"in u32 *flag, out u32 *y", "in u32 *flag, inout u32 *y"};
+  gpar_kernel kr = ku_kernel(eng, "after_y", "in u32 *y, in u32 *flag",
+                 "gpar_atomic_xchg_u32((GPAR_GLOBAL_MEM gpar_u32 *)flag, 1u + y[0] * 0u);", NULL);
+  for (int v = 0; v < 2; v++) {
+    gpar_kernel kw = ku_kernel(eng, v ? "writer_inout" : "writer_out", params[v],
+                               "gpar_u32 seen = 0;
+"
+                               "for (gpar_u64 t = 0; t < ((gpar_u64)1 << 22) && !seen; t++)
+"
+                               "  seen = gpar_atomic_add_u32((GPAR_GLOBAL_MEM gpar_u32 *)flag, 0u);
+"
+                               "y[0] = seen ? 1u : 2u;",
+                               NULL);
+    gpar_buffer flag = tu_buffer(eng, host, 4), y = tu_buffer(eng, host, 4);
+    gpar_fill(flag, 0, 4, 0);
+    gpar_fill(y, 0, 4, 0);
+    gpar_kernel_build(kw, host);
+    gpar_kernel_build(kr, host);
+    gpar_grid g = {{1}, {1}};
+    gpar_arg aw[2] = {gpar_arg_buffer(flag, 0), gpar_arg_buffer(y, 0)}, ar[2] = {gpar_arg_buffer(y, 0), gpar_arg_buffer(flag, 0)};
+    int st = gpar_kernel_launch(kw, host, &g, aw, 2);
+    if (!st) st = gpar_kernel_launch(kr, host, &g, ar, 2);
+    uint32_t r = 0, f = 0;
+    if (!st) st = gpar_read(y, 0, &r, 4);
+    if (!st) st = gpar_read(flag, 0, &f, 4);
+    ok(!st && r == 2 && f == 1, "a reader of y starts after its %s writer ends (the writer never saw the reader's flag)",
+       v ? "inout" : "out");
+    gpar_buffer_release(flag), gpar_buffer_release(y);
+    gpar_kernel_release(kw);
+  }
+  gpar_kernel_release(kr);
+}
+
 /* Group 0 waits for the last group's flag: only groups run by other workers can set it. */
 static void test_host_spread(void) {
   enum { G = 4096 };
@@ -239,6 +276,7 @@ int main(int argc, char **argv) {
   if (tu_want(argc, argv, "readers")) test_readers_together();
   if (tu_want(argc, argv, "writers"))
     for (int d = 0; d < ndev; d++) test_writers_order(d);
+  if (tu_want(argc, argv, "writers")) test_reader_waits();
   if (tu_want(argc, argv, "spread")) test_host_spread();
   if (tu_want(argc, argv, "graph"))
     for (int d = 0; d < ndev; d++) test_graph(d);
