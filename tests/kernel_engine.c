@@ -1,7 +1,8 @@
 /* kernel_engine.c: kernels as engine ops. Dependencies come from the signature: two kernels
  * that only read a buffer run at once (the first waits, on the host, for a flag the second sets:
- * were readers ordered, it would wait in vain), writers and readers of one buffer keep program
- * order on every device. The host spreads a launch's groups over its workers (group 0 waits for
+ * were readers ordered, it would wait in vain); a reader never starts beside the out or inout
+ * writer before it (which waits a while for the reader's flag, in vain); writers and readers of
+ * one buffer keep program order on every device. The host spreads a launch's groups over its workers (group 0 waits for
  * the last group). Graphs record launches (host, PoCL, CUDA parts; a CUDA part is captured),
  * and keep a released kernel alive. A kernel released while its launch runs is freed after it
  * (gpar_stats.kernels_live). Traces name kernels. An op that launches a kernel with no build
@@ -81,12 +82,9 @@ static void test_reader_waits(void) {
                  "gpar_atomic_xchg_u32((GPAR_GLOBAL_MEM gpar_u32 *)flag, 1u + y[0] * 0u);", NULL);
   for (int v = 0; v < 2; v++) {
     gpar_kernel kw = ku_kernel(eng, v ? "writer_inout" : "writer_out", params[v],
-                               "gpar_u32 seen = 0;
-"
-                               "for (gpar_u64 t = 0; t < ((gpar_u64)1 << 22) && !seen; t++)
-"
-                               "  seen = gpar_atomic_add_u32((GPAR_GLOBAL_MEM gpar_u32 *)flag, 0u);
-"
+                               "gpar_u32 seen = 0;\n"
+                               "for (gpar_u64 t = 0; t < ((gpar_u64)1 << 22) && !seen; t++)\n"
+                               "  seen = gpar_atomic_add_u32((GPAR_GLOBAL_MEM gpar_u32 *)flag, 0u);\n"
                                "y[0] = seen ? 1u : 2u;",
                                NULL);
     gpar_buffer flag = tu_buffer(eng, host, 4), y = tu_buffer(eng, host, 4);
