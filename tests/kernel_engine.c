@@ -97,10 +97,12 @@ static void test_reader_waits(void) {
     int st = gpar_kernel_launch(kw, host, &g, aw, 2);
     if (!st) st = gpar_kernel_launch(kr, host, &g, ar, 2);
     uint32_t r = 0, f = 0;
+    if (!st) st = gpar_wait_all(eng); /* the reader writes the flag undeclared: nothing else waits for it */
     if (!st) st = gpar_read(y, 0, &r, 4);
     if (!st) st = gpar_read(flag, 0, &f, 4);
     ok(!st && r == 2 && f == 1, "a reader of y starts after its %s writer ends (the writer never saw the reader's flag)",
        v ? "inout" : "out");
+    if (st || r != 2 || f != 1) diag("  %s %s: y %u, flag %u", gpar_status_name(st), gpar_last_error(), r, f);
     gpar_buffer_release(flag), gpar_buffer_release(y);
     gpar_kernel_release(kw);
   }
