@@ -269,8 +269,8 @@ typedef struct gpar__backend_ops {
   /* Optional: what a kernel on dev is given for GPAR_HOST memory at ptr (CUDA: its mapped
    * address), or why it cannot reach it; NULL: GPAR_HOST memory is refused. */
   int (*kernel_host_ptr)(gpar__bdev *dev, void *ptr, void **mem);
-  /* 1: a module serves only the device that loaded it (OpenCL: a program built for one device);
-   * 0: every device of the same target (kernel_target's words) may launch it (CUDA, host). */
+  /* 1: a module serves only the device that loaded it (OpenCL, CUDA); 0: every device of the
+   * same target (kernel_target's words) may launch it (the host). */
   int kernel_module_per_device;
 } gpar__backend_ops;
 

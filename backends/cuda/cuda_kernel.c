@@ -2,9 +2,11 @@
  * header, the portable part, the preamble, then an extern "C" __global__ entry point) into a
  * cubin for the device's sm_XY, clamped to the newest architecture of the same major version
  * that this NVRTC knows (a cubin runs on later minor versions; PTX, which a newer NVRTC can make
- * unloadable on an older driver, is never used). The runtime loads it with cudaLibraryLoadData
- * (context-independent: one library serves every device of that architecture) and launches it
- * with cudaLaunchKernel, which a stream capture takes: libgpar still links no libcuda. NVRTC is
+ * unloadable on an older driver, is never used). The runtime loads it with cudaLibraryLoadData,
+ * once per device (a module per device: its load asks for the kernel's attributes in that
+ * device's context, which loads it there, so no lazy load can fall inside a graph capture or a
+ * timed launch), and launches it with cudaLaunchKernel, which a stream capture takes: libgpar
+ * still links no libcuda. NVRTC is
  * loaded with dlopen at the first build (gpar_config.kernel_nvrtc, else libnvrtc.so.13, .12,
  * libnvrtc.so, then the toolkit's folder configure saw): where it is absent, builds are
  * GPAR_ENOTSUP saying so and everything else works. Buffer offsets are added on the host, so

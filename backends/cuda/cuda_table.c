@@ -98,4 +98,5 @@ const gpar__backend_ops gpar__cuda_backend = {
     .kernel_unload = gpar__cuda_kernel_unload,
     .kernel_launch = gpar__cuda_kernel_launch,
     .kernel_host_ptr = gpar__cuda_kernel_host_ptr,
+    .kernel_module_per_device = 1, /* loaded in each device's context at its build (cuda_kernel.c) */
 };
