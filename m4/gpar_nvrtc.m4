@@ -8,6 +8,7 @@
 # gpar_nvrtc_status and the HAVE_NVRTC conditional.
 AC_DEFUN([GPAR_CHECK_NVRTC], [
 gpar_have_nvrtc=no
+gpar_have_nvrtc_link=no
 gpar_nvrtc_status="no (no CUDA backend)"
 AS_IF([test "x$gpar_have_cuda" = xyes], [
   gpar_save_CPPFLAGS=$CPPFLAGS
@@ -21,8 +22,16 @@ AS_IF([test "x$gpar_have_cuda" = xyes], [
     [[#include <cuda_runtime_api.h>]])
   ])
   CPPFLAGS=$gpar_save_CPPFLAGS
+  # gpar-bench's hand-written CUDA kernel loop links NVRTC itself (libgpar never does).
+  AS_IF([test "x$gpar_have_nvrtc" = xyes], [
+    gpar_save_LDFLAGS=$LDFLAGS; gpar_save_LIBS=$LIBS
+    LDFLAGS="$LDFLAGS -L$gpar_cuda_libdir"
+    AC_CHECK_LIB([nvrtc], [nvrtcVersion], [gpar_have_nvrtc_link=yes], [gpar_have_nvrtc_link=no])
+    LDFLAGS=$gpar_save_LDFLAGS; LIBS=$gpar_save_LIBS
+  ])
 ])
 NVRTC_CPPFLAGS="-DGPAR_NVRTC_DIR=\\\"$gpar_cuda_libdir\\\""
 AC_SUBST([NVRTC_CPPFLAGS])
 AM_CONDITIONAL([HAVE_NVRTC], [test "x$gpar_have_nvrtc" = xyes])
+AM_CONDITIONAL([HAVE_NVRTC_LINK], [test "x$gpar_have_nvrtc_link" = xyes])
 ])

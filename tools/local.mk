@@ -26,7 +26,7 @@ TOOLS_RAW_CPPFLAGS += $(CUDA_CPPFLAGS)
 TOOLS_RAW_LIBS += $(CUDA_LDFLAGS) $(CUDA_LIBS)
 endif
 # The hand-written CUDA kernel loop links NVRTC (libgpar itself only loads it at run time).
-if HAVE_NVRTC
+if HAVE_NVRTC_LINK
 tools_gpar_bench_SOURCES += tools/raw_kernel_cuda.c
 TOOLS_RAW_LIBS += -lnvrtc
 endif
@@ -74,7 +74,7 @@ EXTRA_DIST += bench/sweep-gpu.sh tools/mkman.sh man/gpar-bench.h2m man/gpar-info
 # The GPU-machine scripts run from the tarball's tree that .gpu/gpu-check.sh builds (and
 # tests/bench/engine_ab.tap runs the engine ones in `make check`).
 EXTRA_DIST += bench/check-gpu.sh bench/engine-gpu.sh bench/engine-table.py bench/overhead-ab.py bench/ab-gpu.sh \
-	bench/breakdown-trace.py bench/run-comm-gpu.sh
+	bench/breakdown-trace.py bench/run-comm-gpu.sh bench/kernel-gpu.sh bench/kernel-table.py
 GPAR_MKMAN = $(SHELL) $(top_srcdir)/tools/mkman.sh '$(HELP2MAN)' '$(PACKAGE_VERSION)'
 man/gpar-bench.1: $(top_srcdir)/tools/gpar-bench.c $(top_srcdir)/man/gpar-bench.h2m $(top_srcdir)/configure.ac \
 		| tools/gpar-bench$(EXEEXT)
