@@ -632,8 +632,8 @@ static inline gpar_arg gpar_arg_buffer(gpar_buffer buf, size_t offset) {
  * the column); builds nothing. *kernel is the null handle on failure. */
 GPAR_API int gpar_kernel_create(gpar_engine *eng, const char *name, const char *params, const char *body,
                                 const char *preamble, gpar_kernel *kernel);
-/* End the handle (later calls with it: GPAR_EINVAL); the memory goes after the kernel's last
- * launch in flight. */
+/* End the handle (later calls with it: GPAR_EINVAL); returns once calls on it in progress (a
+ * build) have returned. The memory goes after the kernel's last launch in flight. */
 GPAR_API int gpar_kernel_release(gpar_kernel kernel);
 /* Build the kernel for device dev (GPAR_HOST: the host CPU) in the calling thread, unless it is
  * built already: GPAR_OK, GPAR_EBUILD (the compiler's first errors in the message; see

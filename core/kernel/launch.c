@@ -186,9 +186,12 @@ static int check_arg(gpar__kernel *k, gpar__device *dev, int i, const gpar_arg *
   if (a->kind != GPAR_ARG_BUFFER)
     return gpar__errorf(GPAR_EINVAL, "%s: kernel '%s', argument %d (%s): a buffer (%s %s *) declared, %s given", fn,
                         k->def.name, i + 1, p->name, dirs[p->dir], gpar__ktype_name(p->type), arg_kind_name(a->kind));
+  char why[512]; /* the lookup's message, copied: gpar__errorf writes where it lies */
   int st = gpar__buf_get(k->eng, a->v.buffer.buf, b);
-  if (st != GPAR_OK)
-    return gpar__errorf(st, "%s: kernel '%s', argument %d (%s): %s", fn, k->def.name, i + 1, p->name, gpar__error_msg());
+  if (st != GPAR_OK) {
+    snprintf(why, sizeof why, "%s", gpar__error_msg());
+    return gpar__errorf(st, "%s: kernel '%s', argument %d (%s): %s", fn, k->def.name, i + 1, p->name, why);
+  }
   size_t off = a->v.buffer.offset, esz = gpar__ktype_size(p->type);
   out->mem = (*b)->mem;
   out->bits = off;
@@ -205,9 +208,11 @@ static int check_arg(gpar__kernel *k, gpar__device *dev, int i, const gpar_arg *
   if (!dev->ops->kernel_host_ptr)
     return gpar__errorf(GPAR_EINVAL, "%s: kernel '%s', argument %d (%s): %s kernels cannot take GPAR_HOST memory", fn,
                         k->def.name, i + 1, p->name, dev->ops->name);
-  if ((st = dev->ops->kernel_host_ptr(dev->bdev, (*b)->mem, &out->mem)) != GPAR_OK)
+  if ((st = dev->ops->kernel_host_ptr(dev->bdev, (*b)->mem, &out->mem)) != GPAR_OK) {
+    snprintf(why, sizeof why, "%s", gpar__error_msg());
     return gpar__errorf(GPAR_EINVAL, "%s: kernel '%s', argument %d (%s): GPAR_HOST memory: %s", fn, k->def.name, i + 1,
-                        p->name, gpar__error_msg());
+                        p->name, why);
+  }
   return GPAR_OK;
 }
 
