@@ -269,6 +269,34 @@ static void test_processes(const char *self, const char *dir) {
   gpar_shutdown(e);
 }
 
+/* GPAR_CACHE=0 turns the disk cache off; without GPAR_CACHE_DIR an engine's cache is under
+ * XDG_CACHE_HOME (gpar_config_get shows the defaults filled in). */
+static void test_environment(void) {
+  gpar_config cfg, got;
+  char *dir = strdup(getenv("GPAR_CACHE_DIR") ? getenv("GPAR_CACHE_DIR") : "");
+  setenv("GPAR_CACHE", "0", 1);
+  gpar_config_init(&cfg);
+  ok(cfg.kernel_cache_dir && !*cfg.kernel_cache_dir, "GPAR_CACHE=0: kernel_cache_dir is \"\" (no disk cache)");
+  unsetenv("GPAR_CACHE");
+  unsetenv("GPAR_CACHE_DIR");
+  gpar_config_init(&cfg);
+  cfg.quiet = 1;
+  cfg.backends = GPAR_BACKEND_HOST;
+  gpar_engine *e = NULL;
+  int st = gpar_init(&e, &cfg);
+  if (!st) st = gpar_config_get(e, &got);
+  const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+  char want[600] = "";
+  if (x && *x) snprintf(want, sizeof want, "%s/gpar", x);
+  else if (h && *h) snprintf(want, sizeof want, "%s/.cache/gpar", h);
+  ok(!st && got.kernel_cache_dir && !strcmp(got.kernel_cache_dir, want) && got.kernel_cc && *got.kernel_cc,
+     "no GPAR_CACHE_DIR: the engine's cache is %s, its compiler '%s'", got.kernel_cache_dir ? got.kernel_cache_dir : "(null)",
+     got.kernel_cc ? got.kernel_cc : "(null)");
+  if (e) gpar_shutdown(e);
+  setenv("GPAR_CACHE_DIR", dir, 1);
+  free(dir);
+}
+
 int main(int argc, char **argv) {
   if (argc == 3 && !strcmp(argv[1], "--child")) return child(argv[2]);
   tap_start();
@@ -279,5 +307,6 @@ int main(int argc, char **argv) {
   if (tu_want(argc, argv, "hits")) test_memory_and_disk(dir);
   if (tu_want(argc, argv, "untrusted")) test_untrusted(dir);
   if (tu_want(argc, argv, "processes")) test_processes(argv[0], dir);
+  if (tu_want(argc, argv, "environment")) test_environment();
   return done_testing();
 }
