@@ -14,11 +14,12 @@ tools_gpar_info_LDADD = libgpar.la
 # shared helpers below them (bench_devices, bench_json, bench_meta, bench_chart, bench_trace,
 # bench_common) and the raw loops (raw_*.c); nothing calls back up into gpar-bench.c.
 tools_gpar_bench_SOURCES = tools/gpar-bench.c \
-	tools/bench_exp.c tools/bench_gemm.c tools/bench_overhead.c tools/bench_sweep.c \
+	tools/bench_exp.c tools/bench_gemm.c tools/bench_overhead.c tools/bench_kernel.c tools/bench_sweep.c \
 	tools/bench_report.c tools/bench_comm.c tools/bench_blas.c \
 	tools/bench_devices.c tools/bench_json.c tools/bench_meta.c tools/bench_chart.c \
 	tools/bench_trace.c tools/bench_common.c tools/bench_common.h \
-	tools/raw.h tools/raw_host.c tools/raw_nccl.h tools/raw_blas.h tools/raw_blas_host.c
+	tools/raw.h tools/raw_host.c tools/raw_nccl.h tools/raw_blas.h tools/raw_blas_host.c tools/raw_kernel.h \
+	tools/raw_kernel_host.c
 TOOLS_RAW_CPPFLAGS =
 TOOLS_RAW_LIBS =
 if HAVE_CUDA
@@ -26,17 +27,23 @@ tools_gpar_bench_SOURCES += tools/raw_cuda.c tools/raw_blas_cuda.c
 TOOLS_RAW_CPPFLAGS += $(CUDA_CPPFLAGS)
 TOOLS_RAW_LIBS += $(CUDA_LDFLAGS) $(CUDA_LIBS)
 endif
+# The hand-written CUDA kernel loop links NVRTC (libgpar itself only loads it at run time).
+if HAVE_NVRTC_LINK
+tools_gpar_bench_SOURCES += tools/raw_kernel_cuda.c
+TOOLS_RAW_LIBS += -lnvrtc
+endif
 if HAVE_NCCL
 tools_gpar_bench_SOURCES += tools/raw_nccl.c
 TOOLS_RAW_CPPFLAGS += $(NCCL_CPPFLAGS)
 TOOLS_RAW_LIBS += $(NCCL_LDFLAGS) $(NCCL_LIBS)
 endif
 if HAVE_OPENCL
-tools_gpar_bench_SOURCES += tools/raw_opencl.c tools/raw_blas_opencl.c
+tools_gpar_bench_SOURCES += tools/raw_opencl.c tools/raw_blas_opencl.c tools/raw_kernel_opencl.c
 TOOLS_RAW_CPPFLAGS += $(OPENCL_CFLAGS) -DCL_TARGET_OPENCL_VERSION=120
 TOOLS_RAW_LIBS += $(OPENCL_LIBS)
 endif
-EXTRA_DIST += tools/raw_cuda.c tools/raw_opencl.c tools/raw_nccl.c tools/raw_blas_cuda.c tools/raw_blas_opencl.c
+EXTRA_DIST += tools/raw_cuda.c tools/raw_opencl.c tools/raw_nccl.c tools/raw_blas_cuda.c tools/raw_blas_opencl.c \
+	tools/raw_kernel_cuda.c tools/raw_kernel_opencl.c
 # `gpar-bench report` reads JSON with jansson; without it the subcommand says it was not built.
 if HAVE_JANSSON
 TOOLS_RAW_CPPFLAGS += -DGPAR_HAVE_JANSSON=1 $(JANSSON_CFLAGS)
@@ -70,7 +77,7 @@ EXTRA_DIST += bench/sweep-gpu.sh tools/mkman.sh man/gpar-bench.h2m man/gpar-info
 # The GPU-machine scripts run from the tarball's tree that .gpu/gpu-check.sh builds (and
 # tests/bench/engine_ab.tap runs the engine ones in `make check`).
 EXTRA_DIST += bench/check-gpu.sh bench/engine-gpu.sh bench/engine-table.py bench/overhead-ab.py \
-	bench/breakdown-trace.py bench/run-comm-gpu.sh
+	bench/breakdown-trace.py bench/run-comm-gpu.sh bench/kernel-gpu.sh bench/kernel-table.py
 GPAR_MKMAN = $(SHELL) $(top_srcdir)/tools/mkman.sh '$(HELP2MAN)' '$(PACKAGE_VERSION)'
 man/gpar-bench.1: $(top_srcdir)/tools/gpar-bench.c $(top_srcdir)/man/gpar-bench.h2m $(top_srcdir)/configure.ac \
 		| tools/gpar-bench$(EXEEXT)

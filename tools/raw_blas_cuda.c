@@ -16,12 +16,6 @@
 
 #define RAW_WS ((size_t)32 << 20)
 
-static double raw_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static int cu_ok(cudaError_t e, const char *what) {
   if (e == cudaSuccess) return 1;
   fprintf(stderr, "raw_blas_cuda: %s: %s\n", what, cudaGetErrorName(e));
@@ -86,11 +80,11 @@ int gpar_raw_blas_cuda(const gpar_raw_blas_case *c, double *seconds, const char 
       !raw_fill(b, c->ab_type, nbb, 0.5f))
     goto done;
   if (!raw_call(h, c, a, b, cc) || !cu_ok(cudaStreamSynchronize(s), "cudaStreamSynchronize")) goto done;
-  double t0 = raw_now();
+  double t0 = gpar_now();
   for (int i = 0; i < c->iters; i++)
     if (!raw_call(h, c, a, b, cc)) goto done;
   if (!cu_ok(cudaStreamSynchronize(s), "cudaStreamSynchronize")) goto done;
-  *seconds = raw_now() - t0;
+  *seconds = gpar_now() - t0;
   unsigned char first[4], last[4];
   float v0, v1;
   if (!cu_ok(cudaMemcpy(first, cc, cs, cudaMemcpyDeviceToHost), "cudaMemcpy") ||

@@ -8,13 +8,8 @@
 
 #include <cblas.h>
 
+#include "gpar.h" /* gpar_now */
 #include "raw_blas.h"
-
-static double raw_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void raw_run(const gpar_raw_blas_case *c, const float *a, const float *b, float *cc) {
   const size_t sa = (size_t)c->m * (size_t)c->k, sb = (size_t)c->k * (size_t)c->n, sc = (size_t)c->m * (size_t)c->n;
@@ -36,9 +31,9 @@ int gpar_raw_blas_host(const gpar_raw_blas_case *c, double *seconds, const char 
   for (size_t i = 0; i < na; i++) a[i] = 1.0f;
   for (size_t i = 0; i < nbb; i++) b[i] = 0.5f;
   raw_run(c, a, b, cc);
-  double t0 = raw_now();
+  double t0 = gpar_now();
   for (int i = 0; i < c->iters; i++) raw_run(c, a, b, cc);
-  *seconds = raw_now() - t0;
+  *seconds = gpar_now() - t0;
   int ok = cc[0] == 0.5f * (float)c->k && cc[nc - 1] == 0.5f * (float)c->k;
   free(a), free(b), free(cc);
   if (!ok) fprintf(stderr, "gpar-bench: raw host baseline computed a wrong result\n");

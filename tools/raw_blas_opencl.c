@@ -14,13 +14,8 @@
 #include <clblast_c.h>
 #pragma GCC diagnostic pop
 
+#include "gpar.h" /* gpar_now */
 #include "raw_blas.h"
-
-static double raw_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Device dev in backend order (platforms in order, their devices in order). */
 static int raw_device(int dev, cl_platform_id *plat, cl_device_id *id) {
@@ -93,10 +88,10 @@ int gpar_raw_blas_opencl(const gpar_raw_blas_case *c, double *seconds, const cha
   clEnqueueWriteBuffer(q, b, CL_TRUE, 0, nbb * 4, h, 0, NULL, NULL);
   CLBlastStatusCode s = raw_call(c, &q, a, b, cc, temp);
   clFinish(q);
-  double t0 = raw_now();
+  double t0 = gpar_now();
   for (int i = 0; i < c->iters && s == CLBlastSuccess; i++) s = raw_call(c, &q, a, b, cc, temp);
   clFinish(q);
-  *seconds = raw_now() - t0;
+  *seconds = gpar_now() - t0;
   if (s != CLBlastSuccess) {
     fprintf(stderr, "raw_blas_opencl: %s failed (%d)\n", *what, (int)s);
     goto done;

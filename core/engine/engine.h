@@ -35,7 +35,8 @@
  *     -> backend locks         host_alloc / host_free under the pool lock
  *   gpar__registry_mu          engine slots; held alone (registry.c)
  *   table->mu                  a handle table's growth and free list (handle.c); held alone
- * Locks of the layers above (graph/, comm/) are never held while calling into the engine,
+ *   ks->mu (kernel/)           an engine's kernel builds, kinds and device targets; held alone
+ * Locks of the layers above (graph/, comm/, kernel/) are never held while calling into the engine,
  * except as their headers state. Every lock is taken and released in one function (link_op
  * takes and releases its buffers' locks together); a function that needs a lock held on entry
  * ends in _locked. */
@@ -332,7 +333,7 @@ typedef struct gpar__trace_rec {
 enum {
   GPAR__FAULT_ALLOC, GPAR__FAULT_PINNED, GPAR__FAULT_COPY, GPAR__FAULT_GEMM, GPAR__FAULT_FILL,
   GPAR__FAULT_USER, GPAR__FAULT_EVENT, GPAR__FAULT_COMPLETION, GPAR__FAULT_REGISTER, GPAR__FAULT_CAPTURE,
-  GPAR__FAULT_KINDS
+  GPAR__FAULT_BUILD, GPAR__FAULT_KINDS
 };
 
 /* Engine lifecycle (gpar_engine.state). */
@@ -397,6 +398,10 @@ struct gpar_engine {
   _Atomic(gpar__op *) op_pool;
   atomic_long events_live;
   atomic_ulong graph_native;    /* graph parts launched as a backend graph (counted by graph/) */
+  /* Kernels: kernel/'s state of this engine (its memory cache; created at first use, freed by its
+   * shutdown) and its counters for gpar_stats (written by kernel/ only). */
+  _Atomic(void *) kernels;
+  atomic_ulong kernels_live, kernel_launches, kernel_builds, kernel_mem_hits, kernel_disk_hits, kernel_build_ns;
   gpar__pinned_pool pinned;
   /* tracing */
   int tracing;                  /* 1: per-op timestamps (breakdown), 2: also a trace file */
