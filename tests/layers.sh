@@ -4,7 +4,8 @@
 #   1 engine     core/engine/
 #   2 api        core/api/
 #   3 graph|comm core/graph/ and core/comm/ (siblings: neither uses the other)
-#   4 lifecycle  core/lifecycle/
+#   4 array      core/array/ (array ops)
+#   5 lifecycle  core/lifecycle/
 # A file may use its own layer and the ones below only. Three checks:
 #  1. includes: every #include "..." of a core/ or backends/ file names a header of its own
 #     layer or below (a backend includes only backend.h, gpar.h and its own folder's headers);
@@ -28,7 +29,8 @@ rank_of() {
   core/api/* | api/*) echo 2 ;;
   core/graph/* | graph/*) echo 3g ;;
   core/comm/* | comm/*) echo 3c ;;
-  core/lifecycle/* | lifecycle/*) echo 4 ;;
+  core/array/* | array/*) echo 4 ;;
+  core/lifecycle/* | lifecycle/*) echo 5 ;;
   *) echo none ;;
   esac
 }

@@ -98,3 +98,13 @@ endif
 GPAR_TAP_TESTS += tests/cuda_gemm_lt
 tests_cuda_gemm_lt_SOURCES = tests/cuda_gemm_lt.c $(GPAR_TEST_HDRS)
 tests_cuda_gemm_lt_LDADD = libgpar.la -lm
+
+# ---- Array ops (core/array/): conformance on every device, bad input, the training step ----
+GPAR_TAP_TESTS += tests/array
+tests_array_SOURCES = tests/array.c tests/array_ref.h $(GPAR_TEST_HDRS)
+tests_array_LDADD = libgpar.la -lm
+GPAR_TAP_TESTS += tests/array_badinput
+tests_array_badinput_SOURCES = tests/array_badinput.c $(GPAR_TEST_HDRS)
+tests_array_badinput_LDADD = libgpar.la
+# ---- end of the array ops ----
+

@@ -141,4 +141,5 @@ const gpar__backend_ops gpar__host_backend = {
     .fill = host_fill,
     .gemm = host_gemm,
     .reduce = gpar__host_reduce,
+    .array = gpar__host_array,
 };
