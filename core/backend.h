@@ -110,6 +110,50 @@ typedef struct gpar__coll_args {
   int warned; /* core: the watchdog has reported it */
 } gpar__coll_args;
 
+/* Kernels (core/kernel/ parses a kernel's signature, checks launches and caches builds; a
+ * backend turns a kernel into its source, compiles, loads and launches it). Parameter types
+ * and directions: */
+enum {
+  GPAR__KT_I8, GPAR__KT_U8, GPAR__KT_I16, GPAR__KT_U16, GPAR__KT_I32, GPAR__KT_U32, GPAR__KT_I64, GPAR__KT_U64,
+  GPAR__KT_F16, GPAR__KT_BF16, GPAR__KT_F32, GPAR__KT_F64, GPAR__KT_NTYPES
+};
+enum { GPAR__KDIR_SCALAR = 0, GPAR__KDIR_IN = 1, GPAR__KDIR_OUT = 2, GPAR__KDIR_INOUT = 3 };
+typedef struct gpar__kparam {
+  const char *name;
+  int type;          /* GPAR__KT_* */
+  int dir;           /* GPAR__KDIR_*: a scalar, or a buffer of elements of type */
+  const char *ctype; /* the dialect's name of type: "gpar_f32" */
+} gpar__kparam;
+/* A kernel as the backends see it: name, parameters, the user's body and preamble ("" when none),
+ * and the dialect's portable part (core/kernel/dialect.c), which goes after the backend's own
+ * dialect header and before the preamble. */
+typedef struct gpar__kernel_def {
+  const char *name, *body, *preamble, *common;
+  int nparams;
+  const gpar__kparam *params;
+  int uses_group_memory; /* the body or preamble names GPAR_BARRIER or GPAR_LOCAL */
+} gpar__kernel_def;
+/* The limits a loaded kernel launches under on its device. */
+typedef struct gpar__klimits {
+  uint32_t max_group_size, max_group_dims[3], max_groups[3], multiple;
+} gpar__klimits;
+/* One argument: a buffer as (memory, byte offset in bits), memory being what mem_alloc returned
+ * or what kernel_host_ptr gave for GPAR_HOST memory; a scalar's value in the low bytes of bits
+ * (mem NULL). */
+typedef struct gpar__karg {
+  void *mem;
+  uint64_t bits;
+} gpar__karg;
+/* One launch: the grid, and the groups first .. first + count - 1 in linear order (dimension 0
+ * fastest; GPU backends are always given all of them). */
+typedef struct gpar__kernel_launch {
+  uint32_t groups[3], group_size[3]; /* every entry >= 1 */
+  uint64_t first, count;
+  int nargs;
+  const gpar__kparam *params;
+  const gpar__karg *args;
+} gpar__kernel_launch;
+
 /* Flags for event_record. */
 enum { GPAR__EVENT_TIMING = 1 };
 
@@ -223,6 +267,37 @@ typedef struct gpar__backend_ops {
   /* 1 when a capture between graph_begin and graph_end can take this copy; 0 makes the core
    * replay its part op by op without trying (optional; NULL: every copy can be captured). */
   int (*graph_copy_ok)(gpar__bdev *dev, const gpar__copy_args *a);
+
+  /* Kernels (optional: all of kernel_target .. kernel_launch, or none). Every entry but
+   * kernel_launch is called from the thread that builds (any thread, several at once). */
+  /* What builds kernels for dev, in words that identify the binary it makes (compiler and its
+   * version, the target: "NVRTC 13.0, sm_90"); GPAR_ENOTSUP with the reason when dev cannot
+   * build kernels (NVRTC absent, no compiler). */
+  int (*kernel_target)(gpar__bdev *dev, char *buf, size_t cap);
+  /* The whole source of def for dev (dialect header, def->common, preamble, generated entry
+   * point; malloc'ed) and its compile options (into opts); GPAR_ENOTSUP when dev cannot run def. */
+  int (*kernel_source)(gpar__bdev *dev, const gpar__kernel_def *def, char **src, char *opts, size_t optcap);
+  /* Compile src with opts into a binary (*bin malloc'ed, *len bytes) and give the compiler's
+   * output (*log malloc'ed, or NULL). GPAR_EBUILD when the compiler rejects the source, its
+   * message the first error lines. */
+  int (*kernel_compile)(gpar__bdev *dev, const char *src, const char *opts, void **bin, size_t *len, char **log);
+  /* Load a binary that kernel_compile made (perhaps in another process, from the disk cache) and
+   * find kernel def_name's entry point: *module, and its limits. A failure (a stale or foreign
+   * binary) makes the core compile from source again. */
+  int (*kernel_load)(gpar__bdev *dev, const void *bin, size_t len, const char *name, void **module,
+                     gpar__klimits *lim);
+  /* Free a module (no launch of it in flight). */
+  void (*kernel_unload)(gpar__bdev *dev, void *module);
+  /* Enqueue the launch on the lane (GPU backends: the dispatcher thread), or run it (host: on a
+   * CPU worker, several workers at once on disjoint ranges of groups). */
+  int (*kernel_launch)(gpar__bdev *dev, int lane, void *module, const gpar__kernel_launch *l);
+  /* Optional: the memory a kernel on dev is given for the GPAR_HOST memory at ptr (CUDA: its
+   * mapped address), or a failure saying why it cannot reach it; NULL: GPAR_HOST memory is
+   * refused. */
+  int (*kernel_host_ptr)(gpar__bdev *dev, void *ptr, void **mem);
+  /* 1: a module serves only the device that loaded it (OpenCL: a program built for one device);
+   * 0: every device of the same target (kernel_target's words) may launch it (CUDA, host). */
+  int kernel_module_per_device;
 } gpar__backend_ops;
 
 /* The backends compiled in (each defined in its folder; listed by core/backends.c). */
@@ -242,6 +317,9 @@ GPAR__HIDDEN void gpar__log(const char *fmt, ...) __attribute__((format(printf, 
 GPAR__HIDDEN const char *gpar__error_msg(void);
 GPAR__HIDDEN void gpar__clear_error(void); /* "" */
 GPAR__HIDDEN void gpar__set_error_msg(int status, const char *msg);
+/* The first lines of a compiler's log that name an error (else its first lines), joined by " | ",
+ * into out (kernel builds' GPAR_EBUILD messages). */
+GPAR__HIDDEN void gpar__log_errors(const char *log, char *out, size_t cap);
 /* Quiet diagnostics (gpar_config.quiet). */
 GPAR__HIDDEN void gpar__set_quiet(int quiet);
 

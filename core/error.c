@@ -60,3 +60,22 @@ void gpar__log(const char *fmt, ...) {
   fputc('\n', stderr);
   va_end(ap);
 }
+
+void gpar__log_errors(const char *log, char *out, size_t cap) {
+  size_t n = 0;
+  int lines = 0;
+  out[0] = 0;
+  for (int pass = 0; pass < 2 && !lines; pass++) /* lines naming an error; else the log's first */
+    for (const char *p = log ? log : ""; *p && lines < 3 && n + 4 < cap;) {
+      const char *nl = strchr(p, '\n');
+      size_t l = nl ? (size_t)(nl - p) : strlen(p);
+      int pick = l > 0 && (pass == 1 || memmem(p, l, "error", 5) || memmem(p, l, "Error", 5));
+      if (pick) {
+        n += (size_t)snprintf(out + n, cap - n, "%s%.*s", lines ? " | " : "", (int)(l > 200 ? 200 : l), p);
+        if (n >= cap) n = cap - 1;
+        lines++;
+      }
+      p += l + (nl != NULL);
+    }
+  if (!lines) snprintf(out, cap, "(the compiler said nothing)");
+}

@@ -51,7 +51,8 @@ extern "C" {
   X(ESHUTDOWN, -13, "engine is shut down")                                          \
   X(EFAULT, -14, "injected fault")                                                  \
   X(ETIMEDOUT, -15, "timed out")                                                    \
-  X(ERECORDING, -16, "not allowed while this thread records a graph")
+  X(ERECORDING, -16, "not allowed while this thread records a graph")                \
+  X(EBUILD, -17, "kernel build failed")
 
 /* Every call that can fail returns one of these (GPAR_OK is zero, errors are negative). */
 typedef enum {
@@ -98,6 +99,12 @@ typedef struct gpar_config {
                            env GPAR_CUBLASLT=0 gives -1, =1 gives 1 */
   double comm_timeout;  /* seconds before a communicator's operation that does not complete fails (libgpar_mpi) or
                            is named and aborted (NCCL); 0: 300. env GPAR_COMM_TIMEOUT */
+  /* Kernels (gpar_kernel_*). Strings must stay valid while the engine lives. */
+  const char *kernel_cache_dir; /* disk cache of built kernels; NULL: $XDG_CACHE_HOME/gpar, else $HOME/.cache/gpar;
+                                   "": no disk cache. env GPAR_CACHE_DIR; GPAR_CACHE=0 gives "" */
+  const char *kernel_cc;        /* host kernels' compiler command (flags allowed); NULL: "cc". env GPAR_CC, else CC */
+  const char *kernel_nvrtc;     /* NVRTC library CUDA kernels dlopen; NULL: libnvrtc.so.13, then libnvrtc.so.12 and
+                                   libnvrtc.so. env GPAR_NVRTC */
 } gpar_config;
 
 /* Backend bits for gpar_config.backends and gpar_device_info.backend_id. */
@@ -108,7 +115,7 @@ enum { GPAR_BACKEND_HOST = 1, GPAR_BACKEND_CUDA = 2, GPAR_BACKEND_OPENCL = 4 };
 GPAR_API void gpar_config_init(gpar_config *cfg);
 
 /* The configuration eng runs with: its gpar_config with the defaults filled in (host_threads,
- * backends, comm_timeout). */
+ * backends, comm_timeout, kernel_cache_dir, kernel_cc). */
 GPAR_API int gpar_config_get(gpar_engine *eng, gpar_config *cfg);
 
 /* Create an engine. cfg NULL: defaults plus environment overrides. Devices of every built
@@ -243,6 +250,12 @@ typedef struct gpar_stats {
   uint64_t gemm_lt_calls;     /* CUDA GEMMs enqueued through a cached cublasLt plan (captured: once) */
   uint64_t gemm_lt_fallbacks; /* CUDA GEMMs enqueued by cublasSgemm/Dgemm instead (GPAR_CUBLASLT=0, or no
                                  cublasLt algorithm for the shape); alpha == 0 or k == 0 count in neither */
+  uint64_t kernels_live;       /* kernel objects not yet freed (released ones with launches in flight included) */
+  uint64_t kernel_launches;    /* kernel launches accepted (recorded ones included) */
+  uint64_t kernel_builds;      /* kernel binaries compiled from source (one per source and device target) */
+  uint64_t kernel_memory_hits; /* kernel builds served by the engine's memory cache (another kernel, same text) */
+  uint64_t kernel_disk_hits;   /* kernel builds served by the disk cache */
+  uint64_t kernel_build_us;    /* microseconds spent compiling and loading kernels (disk hits included) */
 } gpar_stats;
 
 /* Snapshot of the engine's counters. */
@@ -250,7 +263,8 @@ GPAR_API int gpar_stats_get(gpar_engine *eng, gpar_stats *stats);
 
 /* Fault injection for tests: make the nth (1-based) later backend call of `kind` fail with
  * GPAR_EFAULT; n = 0 clears it. Kinds: "alloc", "pinned", "copy", "gemm", "fill", "user",
- * "event", "completion", "register", "capture" (a graph part's capture into a backend graph
+ * "event", "completion", "register", "build" (a kernel build that is no memory-cache hit: compile
+ * or disk-cache load), "capture" (a graph part's capture into a backend graph
  * fails after its ops were captured: the part then replays op by op, without error). Also set by
  * env GPAR_FAULT=kind:n at gpar_init. */
 GPAR_API int gpar_fault_inject(gpar_engine *eng, const char *kind, unsigned long n);
@@ -458,6 +472,207 @@ GPAR_API int gpar_graph_launch(gpar_graph *graph);
  * (it would wait for itself). gpar_shutdown destroys the engine's graphs after its drain. */
 GPAR_API int gpar_graph_destroy(gpar_graph *graph);
 
+/* ---- Portable kernels: one kernel source, run on every device of every backend ----
+ * A kernel is a name, a typed signature and a body written in libgpar's kernel dialect (below).
+ * libgpar generates each backend's entry point from the signature, so the same text runs
+ * unchanged everywhere: on CUDA an extern "C" __global__ function that NVRTC builds into a cubin
+ * for the device's sm_XY (clamped to the newest architecture that NVRTC knows; loaded with the
+ * runtime's cudaLibraryLoadData, no libcuda link); on OpenCL a __kernel that takes each buffer
+ * as a cl_mem and a byte offset, built by clBuildProgram for the device; on the host CPU a C
+ * function over a range of work-groups, built by the system compiler (gpar_config.kernel_cc:
+ * GPAR_CC, else CC, else cc) into a shared object that libgpar loads.
+ *
+ * Signature: parameters separated by commas, each a scalar `TYPE name` (TYPE one of i32 u32 i64
+ * u64 f32 f64) or a buffer `DIR TYPE *name`, DIR one of in (the kernel reads it), out (writes
+ * it), inout (both), TYPE one of i8 u8 i16 u16 i32 u32 i64 u64 f32 f64 f16 bf16 (f16 and bf16
+ * are 16-bit storage types, read and written in f32 through the helpers below). Names are C
+ * identifiers, all different, not C keywords and not starting with gpar or GPAR; at most 64
+ * parameters. In the body a scalar is a constant of its type, an `in` buffer a pointer to const
+ * elements and an `out` or `inout` buffer a pointer to elements, both already advanced by the
+ * launch's byte offset. Example (one element per work-item):
+ *   params "u64 n, f32 a, in f32 *x, inout f32 *y"
+ *   body   "gpar_u64 i = GPAR_GLOBAL_ID(0); if (i < n) y[i] = a * x[i] + y[i];"
+ * A signature that does not parse is GPAR_EINVAL whose message gives the column (1-based).
+ *
+ * The dialect (version GPAR_KERNEL_DIALECT; a header libgpar puts before every source):
+ * - types gpar_i8 gpar_u8 gpar_i16 gpar_u16 gpar_i32 gpar_u32 gpar_i64 gpar_u64 gpar_f32
+ *   gpar_f64, and gpar_f16 gpar_bf16 (16-bit storage: an unsigned integer of the bits);
+ * - per dimension d (0, 1 or 2, a constant): GPAR_GLOBAL_ID(d) and GPAR_GLOBAL_SIZE(d)
+ *   (gpar_u64), GPAR_LOCAL_ID(d), GPAR_GROUP_SIZE(d), GPAR_GROUP_ID(d) and GPAR_NUM_GROUPS(d)
+ *   (gpar_u32); GPAR_GLOBAL_ID(d) = GPAR_GROUP_ID(d) * GPAR_GROUP_SIZE(d) + GPAR_LOCAL_ID(d);
+ * - GPAR_LOCAL(type, name, count): a group-local array, declared at the top level of the body;
+ *   GPAR_BARRIER(): every work-item of the group waits there, and sees the writes the others
+ *   made to group-local and global memory before it;
+ * - f16 and bf16, bitwise the same on every backend (round to nearest even):
+ *   gpar_load_f16(p, i) and gpar_load_bf16(p, i) give element i of p as gpar_f32,
+ *   gpar_store_f16(p, i, v) and gpar_store_bf16(p, i, v) store v into it; gpar_f16_to_f32(h),
+ *   gpar_f32_to_f16(f), gpar_bf16_to_f32(h) and gpar_f32_to_bf16(f) convert single values;
+ * - atomics on global memory that return the value before the operation, on every backend:
+ *   gpar_atomic_add_{i32,u32,i64,u64,f32}(p, v), gpar_atomic_min_{i32,u32}(p, v),
+ *   gpar_atomic_max_{i32,u32}(p, v), gpar_atomic_xchg_{i32,u32}(p, v) and
+ *   gpar_atomic_cas_{i32,u32}(p, expected, desired);
+ * - the C99 math functions by their C names (sqrtf, expf, fmaf, fabsf, fminf, powf, tanhf, ...,
+ *   and the double ones: sqrt, exp, ...), INFINITY, NAN, FLT_MAX, FLT_EPSILON, DBL_MAX, and bit
+ *   casts gpar_as_u32(f32), gpar_as_f32(u32), gpar_as_u64(f64), gpar_as_f64(u64);
+ * - GPAR_FN before the helper functions of a preamble (file-scope code placed before the entry
+ *   point), and GPAR_GLOBAL_MEM / GPAR_LOCAL_MEM before the pointers into global / group-local
+ *   memory that they take; GPAR_ON_CUDA, GPAR_ON_OPENCL or GPAR_ON_HOST is defined (as 1) on
+ *   its backend, for code that must differ.
+ * The body is one work-item's code: C99 that CUDA C++, OpenCL C 1.2 and C11 all accept
+ * (statements, declarations, int, float, loops); `return` ends the work-item. Float results may
+ * differ in the last bits between backends (each compiler contracts a * b + c into a fused
+ * multiply-add where it chooses); integer results and the conversions above are exact.
+ * On the host device work-items of a group run one after the other (the innermost dimension as
+ * one vector loop: they must not depend on each other's order), and the groups of a launch are
+ * spread over the CPU workers (gpar_config.host_threads), which claim runs of groups until none
+ * is left; a body or preamble that uses GPAR_BARRIER or GPAR_LOCAL is GPAR_ENOTSUP there: run it
+ * on an OpenCL CPU device (PoCL) instead.
+ *
+ * Launch: a grid of work-groups times work-items per group in each dimension; OpenCL's global
+ * size is their product, so it always divides by the group size. A launch is an engine op on the
+ * device's compute lane: its `in` buffers are its reads, `out` its writes, `inout` both, so it is
+ * ordered exactly by them (a kernel that only reads a buffer runs beside that buffer's other
+ * readers; writers are ordered), and graphs record it like any op (a CUDA part captures it).
+ * Every argument is checked at the call, before anything is enqueued (nothing is on a refusal):
+ * their count and kind against the signature (a scalar's type must be the declared one: an f32
+ * where f64 is declared is GPAR_EINVAL naming the argument), each buffer live, of the kernel's
+ * engine and on the launch device (or GPAR_HOST memory where the backend can reach it: the host
+ * device and CUDA; OpenCL refuses it), its byte offset within the buffer (GPAR_ERANGE) and a
+ * multiple of the element size (GPAR_EINVAL), and the grid against the device's limits for this
+ * kernel (gpar_kernel_info; GPAR_EINVAL). A failure at run time reaches the buffers the kernel
+ * writes, as other ops' failures do: gpar_wait on them reports it.
+ *
+ * Builds happen in the calling thread, never on an engine thread: gpar_kernel_build, or the
+ * first launch (or gpar_kernel_info) on a device. Each build is cached in the engine's memory
+ * (per device target: another kernel with the same text on a device of the same target is a
+ * hit) and on disk (gpar_config.kernel_cache_dir), keyed by everything that changes the binary:
+ * the generated source, compile options, the dialect and libgpar versions, the target (CUDA:
+ * sm_XY and the NVRTC version; OpenCL: platform, device and driver version; host: the compiler's
+ * `--version`, its flags and the CPU) and the compiler version. An entry holds its whole key
+ * and a checksum; one whose key or checksum does not match, or that does not load, is rebuilt
+ * from source and replaced (written to a temporary file, then renamed: processes building the
+ * same kernel at once all succeed). A build that the compiler rejects is GPAR_EBUILD: the
+ * message gives the compiler's first error lines, gpar_kernel_log the whole log and
+ * gpar_kernel_source the generated source with the line numbers the log refers to. A device
+ * that cannot build kernels (CUDA without NVRTC, a compiler that does not run) is GPAR_ENOTSUP
+ * naming what is missing; libgpar itself loads and works without NVRTC. Both are kept: later
+ * builds of that kernel on that device fail the same way at once.
+ *
+ * Faults: a kernel that faults on the device (an out-of-bounds access) fails its launch at
+ * completion: the waits on the buffers it writes report it. A CUDA fault (illegal address,
+ * trap, misaligned access) is sticky: the device's CUDA context is unusable for the rest of the
+ * process, so every later op on that CUDA device fails (GPAR_EBACKEND) while other devices run
+ * on. On CPU devices (host, PoCL) an out-of-bounds access is a memory error of the process.
+ *
+ * Handles: a gpar_kernel is a slot and a serial the process never reuses (GPAR_EINVAL for a
+ * released, stale or foreign one, forever). Release ends the handle at once; the kernel's memory
+ * goes when its last launch in flight (or graph that recorded it) is done. Kernels, their builds
+ * and the engine's caches go at gpar_shutdown. Any thread may create, build, launch and release
+ * kernels at once. */
+
+#define GPAR_KERNEL_DIALECT 1 /* version of the kernel dialect (part of every cache key) */
+
+/* A kernel handle. id 0 is never valid. */
+typedef struct gpar_kernel {
+  uint64_t id; /* opaque */
+} gpar_kernel;
+
+/* A launch's grid: groups[d] work-groups of group_size[d] work-items in dimension d. Dimensions
+ * 1 and 2 treat 0 as 1, so `{{g}, {s}}` is a 1-D grid. group_size[0] must be at least 1;
+ * groups[0] == 0 launches nothing (the arguments are still checked; GPAR_OK, nothing enqueued). */
+typedef struct gpar_grid {
+  uint32_t groups[3];
+  uint32_t group_size[3];
+} gpar_grid;
+
+/* What a launch argument holds. */
+typedef enum {
+  GPAR_ARG_I32 = 1, GPAR_ARG_U32, GPAR_ARG_I64, GPAR_ARG_U64, GPAR_ARG_F32, GPAR_ARG_F64, GPAR_ARG_BUFFER
+} gpar_arg_kind;
+
+/* One launch argument: a typed scalar or a buffer with a byte offset. Make them with the
+ * gpar_arg_* functions below (C passes a float to a variadic function as a double, so libgpar
+ * takes no variadic arguments: the kind travels with the value). */
+typedef struct gpar_arg {
+  gpar_arg_kind kind;
+  union {
+    int32_t i32;
+    uint32_t u32;
+    int64_t i64;
+    uint64_t u64;
+    float f32;
+    double f64;
+    struct {
+      gpar_buffer buf;
+      size_t offset; /* bytes; a multiple of the element size */
+    } buffer;
+  } v;
+} gpar_arg;
+
+/* Typed launch arguments. */
+static inline gpar_arg gpar_arg_i32(int32_t v) { gpar_arg a; a.kind = GPAR_ARG_I32; a.v.i32 = v; return a; }
+static inline gpar_arg gpar_arg_u32(uint32_t v) { gpar_arg a; a.kind = GPAR_ARG_U32; a.v.u32 = v; return a; }
+static inline gpar_arg gpar_arg_i64(int64_t v) { gpar_arg a; a.kind = GPAR_ARG_I64; a.v.i64 = v; return a; }
+static inline gpar_arg gpar_arg_u64(uint64_t v) { gpar_arg a; a.kind = GPAR_ARG_U64; a.v.u64 = v; return a; }
+static inline gpar_arg gpar_arg_f32(float v) { gpar_arg a; a.kind = GPAR_ARG_F32; a.v.f32 = v; return a; }
+static inline gpar_arg gpar_arg_f64(double v) { gpar_arg a; a.kind = GPAR_ARG_F64; a.v.f64 = v; return a; }
+/* A buffer argument: buf from byte `offset` on. */
+static inline gpar_arg gpar_arg_buffer(gpar_buffer buf, size_t offset) {
+  gpar_arg a;
+  a.kind = GPAR_ARG_BUFFER;
+  a.v.buffer.buf = buf;
+  a.v.buffer.offset = offset;
+  return a;
+}
+
+/* Create a kernel on eng from its name (a C identifier, the entry point's name in traces and
+ * logs), its signature (params; "" for none), its body and an optional preamble (file-scope
+ * helpers, or NULL). The texts are copied. Checks the name and the signature (GPAR_EINVAL with
+ * the column); builds nothing. *kernel is the null handle on failure. */
+GPAR_API int gpar_kernel_create(gpar_engine *eng, const char *name, const char *params, const char *body,
+                                const char *preamble, gpar_kernel *kernel);
+/* End the handle (later calls with it: GPAR_EINVAL); the memory goes after the kernel's last
+ * launch in flight. */
+GPAR_API int gpar_kernel_release(gpar_kernel kernel);
+/* Build the kernel for device dev (GPAR_HOST: the host CPU) in the calling thread, unless it is
+ * built already: GPAR_OK, GPAR_EBUILD (the compiler's first errors in the message; see
+ * gpar_kernel_log), GPAR_ENOTSUP (the device cannot build kernels, or cannot run this one: a
+ * barrier on the host), GPAR_EFAULT (fault kind "build"). */
+GPAR_API int gpar_kernel_build(gpar_kernel kernel, int dev);
+/* Launch the kernel on device dev (GPAR_HOST: the host CPU) over grid with nargs arguments,
+ * one per parameter in signature order; builds it first if needed (see above). Returns at once
+ * (in synchronous mode: when done, with its status). */
+GPAR_API int gpar_kernel_launch(gpar_kernel kernel, int dev, const gpar_grid *grid, const gpar_arg *args, int nargs);
+
+/* Where a built kernel's binary came from (gpar_kernel_props.origin). */
+enum { GPAR_KERNEL_COMPILED = 1, GPAR_KERNEL_MEMORY_HIT = 2, GPAR_KERNEL_DISK_HIT = 3 };
+
+/* A built kernel on one device. */
+typedef struct gpar_kernel_props {
+  uint32_t max_group_size;    /* most work-items in one group, for this kernel on this device */
+  uint32_t max_group_dims[3]; /* most work-items per group in each dimension */
+  uint32_t max_groups[3];     /* most work-groups in each dimension */
+  uint32_t group_multiple;    /* a group size that is a multiple of this runs best (warp: 32; host: 1) */
+  int origin;                 /* GPAR_KERNEL_*: the binary was compiled, found in memory or on disk */
+  double build_seconds;       /* what that took (compile, or load) */
+  char target[192];           /* what builds for the device, e.g. "NVRTC 13.0, sm_90" */
+} gpar_kernel_props;
+
+/* Describe the kernel on device dev, building it first if needed (as gpar_kernel_build). */
+GPAR_API int gpar_kernel_info(gpar_kernel kernel, int dev, gpar_kernel_props *props);
+/* Copy the compiler's whole log of the kernel's build on device dev into buf (cap bytes, always
+ * NUL-terminated when cap > 0, truncated to fit); *len (may be NULL) gets the log's full length.
+ * "" before a build, after a cache hit, and when the compiler said nothing. */
+GPAR_API int gpar_kernel_log(gpar_kernel kernel, int dev, char *buf, size_t cap, size_t *len);
+/* Copy the whole source libgpar generates for the kernel on device dev (dialect header,
+ * preamble, entry point), each line prefixed with its number as the compiler counts it
+ * ("%5d  "), into buf as gpar_kernel_log does. Needs no build. */
+GPAR_API int gpar_kernel_source(gpar_kernel kernel, int dev, char *buf, size_t cap, size_t *len);
+/* Whether device dev can build kernels, and with what: GPAR_OK with e.g. "NVRTC 13.0, sm_90",
+ * "OpenCL C 1.2, PoCL ..." or "cc: gcc (Debian 12.2.0-14) 12.2.0" in buf; GPAR_ENOTSUP with the
+ * reason in buf (and gpar_last_error). */
+GPAR_API int gpar_kernel_support(gpar_engine *eng, int dev, char *buf, size_t cap);
+
 /* ---- Array ops: elementwise, broadcasts, reductions, softmax cross-entropy, argmax ----
  * Engine ops like any other: each call checks its arguments, declares the buffers it reads and
  * writes, returns at once, and runs on the device of its output (every operand on that device,
@@ -553,6 +768,41 @@ GPAR_API int gpar_softmax_xent(gpar_dtype dtype, int k, int n, gpar_buffer z, si
  * NaN wins, as in NumPy); -1 for m == 0. On idx's device. */
 GPAR_API int gpar_argmax(gpar_dtype dtype, int m, int n, gpar_buffer a, size_t a_off, int lda,
                          gpar_buffer idx, size_t idx_off);
+
+/* ---- Elementwise maps: a typed parameter list and an expression, one kernel ----
+ * In the spirit of CuPy's ElementwiseKernel. params lists the parameters, separated by commas:
+ * an array `DIR TYPE name` (DIR one of in, out, inout; TYPE one of i8 u8 i16 u16 i32 u32 i64 u64
+ * f32 f64 f16 bf16) or a scalar `TYPE name` (TYPE one of i32 u32 i64 u64 f32 f64); at least one
+ * out or inout array; names are C identifiers, not i or n, none another array's name + "_p".
+ * expr is C (the kernel dialect's) run for each index i < n: each array is its element i (f16
+ * and bf16 as f32; `in` ones read-only, `out` ones start at 0), each scalar its value, i and n
+ * the index and the count; the outputs' values are stored after it. Example:
+ *   gpar_map_create(eng, "axpy", "f32 a, in f32 x, inout f32 y", "y = a * x + y", &m);
+ * The map is one portable kernel (see above: built at its first launch on each device target,
+ * cached in memory and on disk; a compile error is GPAR_EBUILD at the launch, its log through
+ * gpar_map_kernel and gpar_kernel_log). A launch runs on the device of the first out or inout
+ * array; its arrays are checked as the array ops' operands are: n elements from each byte
+ * offset inside the buffer (GPAR_ERANGE), all on that device or all in host memory (GPAR_EINVAL),
+ * an output overlapping an input only exactly (in place, same offset; else GPAR_EALIAS) and
+ * never another output; each scalar must be of its declared type (gpar_arg_f32 for f32, ...).
+ * n == 0 returns GPAR_OK with nothing enqueued. The launch's reads are the in and inout arrays,
+ * its writes the out and inout ones: it is ordered by them like any op and recorded in graphs.
+ * A gpar_map is a handle of the one rule (released, stale or foreign: GPAR_EINVAL, forever). */
+typedef struct gpar_map {
+  uint64_t id; /* opaque; 0 is never valid */
+} gpar_map;
+
+/* Make a map on eng named name (a C identifier: its kernel's name in traces and logs) from params
+ * and expr (copied). GPAR_EINVAL with the column for a parameter list that does not parse. */
+GPAR_API int gpar_map_create(gpar_engine *eng, const char *name, const char *params, const char *expr,
+                             gpar_map *map);
+/* Run the map for i < n with nargs arguments, one per parameter in order: gpar_arg_buffer(buf,
+ * byte offset) for an array, a typed scalar (gpar_arg_f32 ...) for a scalar. Returns at once. */
+GPAR_API int gpar_map_launch(gpar_map map, size_t n, const gpar_arg *args, int nargs);
+/* The map's kernel, for gpar_kernel_build, _info, _log and _source (valid while the map is). */
+GPAR_API int gpar_map_kernel(gpar_map map, gpar_kernel *kernel);
+/* End the handle; the kernel goes after the map's launches in flight. */
+GPAR_API int gpar_map_release(gpar_map map);
 
 #ifdef __cplusplus
 }

@@ -3,8 +3,8 @@
 #   0 base       core/backend.h, core/error.c, and the backends (backends/*)
 #   1 engine     core/engine/
 #   2 api        core/api/
-#   3 graph|comm core/graph/ and core/comm/ (siblings: neither uses the other)
-#   4 array      core/array/ (array ops)
+#   3 graph|comm|kernel  core/graph/, core/comm/ and core/kernel/ (siblings: none uses another)
+#   4 array      core/array/ (array ops, above the kernels)
 #   5 lifecycle  core/lifecycle/
 # A file may use its own layer and the ones below only. Three checks:
 #  1. includes: every #include "..." of a core/ or backends/ file names a header of its own
@@ -29,6 +29,7 @@ rank_of() {
   core/api/* | api/*) echo 2 ;;
   core/graph/* | graph/*) echo 3g ;;
   core/comm/* | comm/*) echo 3c ;;
+  core/kernel/* | kernel/*) echo 3k ;;
   core/array/* | array/*) echo 4 ;;
   core/lifecycle/* | lifecycle/*) echo 5 ;;
   *) echo none ;;
@@ -37,10 +38,10 @@ rank_of() {
 # May layer $1 use layer $2?
 may_use() {
   case $1$2 in
-  3g3c | 3c3g | none* | *none) return 1 ;;
+  3g3c | 3c3g | 3g3k | 3k3g | 3c3k | 3k3c | none* | *none) return 1 ;;
   esac
-  a=$(echo "$1" | tr -d gc)
-  b=$(echo "$2" | tr -d gc)
+  a=$(echo "$1" | tr -d gck)
+  b=$(echo "$2" | tr -d gck)
   [ "$b" -le "$a" ]
 }
 
@@ -143,8 +144,8 @@ done
 
 # 3. the engine names no kind
 cd "$src" || exit 1
-hits=$(grep -nE 'gpar__(copy|gemm|coll|reduce)_args|GPAR__COPY_|gpar__graph|gpar__comm' core/engine/*.c core/engine/*.h 2>/dev/null)
-if [ -z "$hits" ]; then ok "no engine file names an op kind (argument types, copy kinds, graphs, communicators)"
+hits=$(grep -nE 'gpar__(copy|gemm|coll|reduce)_args|GPAR__COPY_|gpar__graph|gpar__comm|gpar__k(ernel|launch|param|arg)' core/engine/*.c core/engine/*.h 2>/dev/null)
+if [ -z "$hits" ]; then ok "no engine file names an op kind (argument types, copy kinds, graphs, communicators, kernels)"
 else notok "the engine names op kinds: $(echo "$hits" | head -5 | tr '\n' ' ')"; fi
 
 echo "1..$n"

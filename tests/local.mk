@@ -106,5 +106,8 @@ tests_array_LDADD = libgpar.la -lm
 GPAR_TAP_TESTS += tests/array_badinput
 tests_array_badinput_SOURCES = tests/array_badinput.c $(GPAR_TEST_HDRS)
 tests_array_badinput_LDADD = libgpar.la
+GPAR_TAP_TESTS += tests/array_train
+tests_array_train_SOURCES = tests/array_train.c $(GPAR_TRAIN_SOURCES) $(GPAR_TEST_HDRS)
+tests_array_train_LDADD = libgpar.la -lm
 # ---- end of the array ops ----
 

@@ -1,7 +1,8 @@
 /* host_backend.c: the CPU as a device, the reference and the fallback. Ops run to completion on
  * the core's CPU worker threads (ordered_by_events = 0): copies are memcpy, fill is memset, GEMM
  * is CBLAS from OpenBLAS. OpenBLAS runs single-threaded inside each op, so parallelism comes
- * from running independent ops on different workers rather than from oversubscribed cores. */
+ * from running independent ops on different workers rather than from oversubscribed cores.
+ * Kernels: host_kernel.c. */
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,13 +12,9 @@
 #include "backend.h"
 #include "host_internal.h"
 
-struct gpar__backend {
-  int unused;
-};
-
-static void read_cpuinfo(const char *key, char *out, size_t n) {
+void gpar__host_cpuinfo(const char *key, char *out, size_t n) {
   FILE *f = fopen("/proc/cpuinfo", "r");
-  char line[256];
+  char line[4096]; /* the flags line is long */
   size_t klen = strlen(key);
   if (!f) return;
   while (fgets(line, sizeof line, f))
@@ -34,14 +31,14 @@ static void read_cpuinfo(const char *key, char *out, size_t n) {
 }
 
 static int host_open(const gpar_config *cfg, gpar__backend **be, int *ndev) {
-  static struct gpar__backend instance;
   openblas_set_num_threads(1);
-  *be = &instance;
+  if (!(*be = calloc(1, sizeof **be))) return gpar__errorf(GPAR_ENOMEM, "host: out of host memory");
+  snprintf((*be)->cc, sizeof (*be)->cc, "%s", cfg && cfg->kernel_cc ? cfg->kernel_cc : "cc");
   *ndev = 1;
   return GPAR_OK;
 }
 
-static void host_close(gpar__backend *be) {}
+static void host_close(gpar__backend *be) { free(be); }
 
 static int host_device_info(gpar__backend *be, int idx, gpar_device_props *info) {
   memset(info, 0, sizeof *info);
@@ -49,8 +46,8 @@ static int host_device_info(gpar__backend *be, int idx, gpar_device_props *info)
   info->backend_id = GPAR_BACKEND_HOST;
   snprintf(info->vendor, sizeof info->vendor, "unknown");
   snprintf(info->name, sizeof info->name, "CPU");
-  read_cpuinfo("vendor_id", info->vendor, sizeof info->vendor);
-  read_cpuinfo("model name", info->name, sizeof info->name);
+  gpar__host_cpuinfo("vendor_id", info->vendor, sizeof info->vendor);
+  gpar__host_cpuinfo("model name", info->name, sizeof info->name);
   info->type = GPAR_DEVICE_CPU;
   long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   info->memory_bytes = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
@@ -142,4 +139,11 @@ const gpar__backend_ops gpar__host_backend = {
     .gemm = host_gemm,
     .reduce = gpar__host_reduce,
     .array = gpar__host_array,
+    .kernel_target = gpar__host_kernel_target,
+    .kernel_source = gpar__host_kernel_source,
+    .kernel_compile = gpar__host_kernel_compile,
+    .kernel_load = gpar__host_kernel_load,
+    .kernel_unload = gpar__host_kernel_unload,
+    .kernel_launch = gpar__host_kernel_launch,
+    .kernel_host_ptr = gpar__host_kernel_host_ptr,
 };

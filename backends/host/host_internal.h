@@ -4,9 +4,29 @@
 
 #include "backend.h"
 
+/* One host backend instance (gpar_config.kernel_cc: what compiles its kernels). */
+struct gpar__backend {
+  char cc[512];
+};
+
+/* The value of /proc/cpuinfo's first line starting with key, into out ("" kept when none). */
+GPAR__HIDDEN void gpar__host_cpuinfo(const char *key, char *out, size_t n);
+
 /* CPU reduction of staged collectives (host_reduce.c). */
 GPAR__HIDDEN int gpar__host_reduce(gpar__bdev *dev, const gpar__reduce_args *a);
 /* Array ops in plain C (host_array.c). */
 GPAR__HIDDEN int gpar__host_array(gpar__bdev *dev, const gpar__array_args *a);
+
+/* Kernels (host_kernel.c): the backend's kernel entries (core/backend.h). */
+GPAR__HIDDEN int gpar__host_kernel_target(gpar__bdev *dev, char *buf, size_t cap);
+GPAR__HIDDEN int gpar__host_kernel_source(gpar__bdev *dev, const gpar__kernel_def *def, char **src, char *opts,
+                                          size_t optcap);
+GPAR__HIDDEN int gpar__host_kernel_compile(gpar__bdev *dev, const char *src, const char *opts, void **bin, size_t *len,
+                                           char **log);
+GPAR__HIDDEN int gpar__host_kernel_load(gpar__bdev *dev, const void *bin, size_t len, const char *name, void **module,
+                                        gpar__klimits *lim);
+GPAR__HIDDEN void gpar__host_kernel_unload(gpar__bdev *dev, void *module);
+GPAR__HIDDEN int gpar__host_kernel_launch(gpar__bdev *dev, int lane, void *module, const gpar__kernel_launch *l);
+GPAR__HIDDEN int gpar__host_kernel_host_ptr(gpar__bdev *dev, void *ptr, void **mem);
 
 #endif

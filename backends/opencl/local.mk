@@ -1,7 +1,8 @@
 # backends/opencl/local.mk: the OpenCL backend (ICD loader + CLBlast), built when configure found
 # both through pkg-config.
 OPENCL_SOURCES = backends/opencl/opencl_internal.h backends/opencl/opencl_errors.c \
-	backends/opencl/opencl_blas_clblast.c backends/opencl/opencl_contexts.c backends/opencl/opencl_backend.c
+	backends/opencl/opencl_blas_clblast.c backends/opencl/opencl_contexts.c backends/opencl/opencl_kernel.c \
+	backends/opencl/opencl_backend.c
 EXTRA_DIST += $(OPENCL_SOURCES)
 if HAVE_OPENCL
 noinst_LTLIBRARIES += libgpar_opencl.la

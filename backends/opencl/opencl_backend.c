@@ -1,7 +1,7 @@
 /* opencl_backend.c: the OpenCL backend: every device of every ICD platform, one context per
  * platform (shared by all engines: opencl_contexts.c), four in-order queues per device, ordering
  * through events. Probe, devices, memory, copies and events live here; errors in
- * opencl_errors.c, GEMM in opencl_blas_clblast.c. */
+ * opencl_errors.c, GEMM in opencl_blas_clblast.c, kernels in opencl_kernel.c. */
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -604,4 +604,11 @@ const gpar__backend_ops gpar__opencl_backend = {
     .event_elapsed = gpar__cl_event_elapsed,
     .can_wait = gpar__cl_can_wait,
     .lane_sync = gpar__cl_lane_sync,
+    .kernel_target = gpar__cl_kernel_target,
+    .kernel_source = gpar__cl_kernel_source,
+    .kernel_compile = gpar__cl_kernel_compile,
+    .kernel_load = gpar__cl_kernel_load,
+    .kernel_unload = gpar__cl_kernel_unload,
+    .kernel_launch = gpar__cl_kernel_launch,
+    .kernel_module_per_device = 1, /* a program is built for one device; clSetKernelArg is per kernel object */
 };

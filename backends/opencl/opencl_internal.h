@@ -114,6 +114,18 @@ GPAR__HIDDEN int gpar__cl_gemm(gpar__bdev *dev, int lane, const gpar__gemm_args 
  * cleared. Only when no OpenCL backend is open (opencl_contexts.c). */
 GPAR__HIDDEN void gpar__cl_blas_forget(void);
 
+/* ---- opencl_kernel.c: the backend's kernel entries (core/backend.h) ---- */
+
+GPAR__HIDDEN int gpar__cl_kernel_target(gpar__bdev *dev, char *buf, size_t cap);
+GPAR__HIDDEN int gpar__cl_kernel_source(gpar__bdev *dev, const gpar__kernel_def *def, char **src, char *opts,
+                                        size_t optcap);
+GPAR__HIDDEN int gpar__cl_kernel_compile(gpar__bdev *dev, const char *src, const char *opts, void **bin, size_t *len,
+                                         char **log);
+GPAR__HIDDEN int gpar__cl_kernel_load(gpar__bdev *dev, const void *bin, size_t len, const char *name, void **module,
+                                      gpar__klimits *lim);
+GPAR__HIDDEN void gpar__cl_kernel_unload(gpar__bdev *dev, void *module);
+GPAR__HIDDEN int gpar__cl_kernel_launch(gpar__bdev *dev, int lane, void *module, const gpar__kernel_launch *l);
+
 /* ---- opencl_contexts.c: process-wide contexts, one per platform ---- */
 
 /* A backend opens: contexts stay until every backend that attached has detached. */

@@ -72,6 +72,12 @@ GPAR_API int gpar_stats_get(gpar_engine *e, gpar_stats *stats) {
   pthread_mutex_unlock(&eng->pinned.mu);
   stats->events_live = (uint64_t)atomic_load(&eng->events_live);
   stats->graph_native_launches = atomic_load(&eng->graph_native);
+  stats->kernels_live = atomic_load(&eng->kernels_live);
+  stats->kernel_launches = atomic_load(&eng->kernel_launches);
+  stats->kernel_builds = atomic_load(&eng->kernel_builds);
+  stats->kernel_memory_hits = atomic_load(&eng->kernel_mem_hits);
+  stats->kernel_disk_hits = atomic_load(&eng->kernel_disk_hits);
+  stats->kernel_build_us = atomic_load(&eng->kernel_build_ns) / 1000;
   for (int i = 0; i < eng->ndev; i++) {
     const gpar__device *dev = eng->devs[i];
     uint64_t planned = 0, fallback = 0;

@@ -4,7 +4,8 @@
  * before anything is built), then run.c builds one op on the device of the output: the CPU
  * runs it through the host backend's plain C (backend.h, gpar__array_args), a GPU through
  * portable kernels of the kernel layer. Files: operands.c, run.c, elementwise.c (unary,
- * binary, broadcast), reduce.c (reductions, argmax), softmax.c. */
+ * binary, broadcast), reduce.c (reductions, argmax), softmax.c, and kernels.h: kernels.c (the
+ * kernel sources), gpu.c (launches), map.c (gpar_map_*: elementwise maps from an expression). */
 #ifndef GPAR_CORE_ARRAY_H
 #define GPAR_CORE_ARRAY_H
 
@@ -17,7 +18,8 @@
 typedef struct gpar__arr_operand {
   gpar_buffer h;     /* id 0: an optional operand left out (allowed only when optional) */
   size_t off, rows, cols, ld;
-  int dtype;         /* gpar_dtype of its elements */
+  int dtype;         /* gpar_dtype of its elements (maps: a kernel type + 100) */
+  size_t esize;      /* bytes per element */
   int out;           /* the op writes it */
   int optional;      /* may be the null handle */
   int in_place;      /* an input an output may be exactly (same buffer, offset, shape, ld) */
@@ -47,16 +49,27 @@ GPAR__HIDDEN int gpar__arr_check_shape(const char *fn, const char *name, int m, 
 /* An operand: a range of count elements, or an m x n matrix with leading dimension ld. */
 static inline gpar__arr_operand gpar__arr_range(const char *name, gpar_buffer h, size_t off, size_t count, int dtype,
                                                 int out) {
-  return (gpar__arr_operand){h, off, count, 1, count ? count : 1, dtype, out, 0, 0, name, NULL};
+  return (gpar__arr_operand){h, off, count, 1, count ? count : 1, dtype, gpar__arr_elem(dtype), out, 0, 0, name, NULL};
 }
 static inline gpar__arr_operand gpar__arr_matrix(const char *name, gpar_buffer h, size_t off, int m, int n, int ld,
                                                  int dtype, int out) {
-  return (gpar__arr_operand){h, off, (size_t)m, (size_t)n, (size_t)ld, dtype, out, 0, 0, name, NULL};
+  return (gpar__arr_operand){h, off, (size_t)m, (size_t)n, (size_t)ld, dtype, gpar__arr_elem(dtype), out, 0, 0, name, NULL};
 }
 
-/* Check every operand of c (handles, ranges, devices, overlap) and submit its op: GPAR_OK, or
- * the first failure with nothing enqueued. */
+/* Enter the engine of operands o[0..n) and look each present one up (o[i].b, a reference),
+ * checking ranges, devices and overlap; *home: the first present output, whose device runs the
+ * op. On GPAR_OK the caller holds the engine and the references (gpar__arr_operands_done). */
+GPAR__HIDDEN int gpar__arr_operands(const char *fn, gpar__arr_operand *o, int n, gpar_engine **eng, int *home);
+/* Drop the references left in o[0..n) and leave eng. */
+GPAR__HIDDEN void gpar__arr_operands_done(gpar_engine *eng, gpar__arr_operand *o, int n);
+
+/* Check every operand of c (gpar__arr_operands) and submit its op: GPAR_OK, or the first
+ * failure with nothing enqueued. */
 GPAR__HIDDEN int gpar__array_issue(gpar__arr_call *c);
+
+/* Free eng's maps and forget its array kernels (lifecycle/: gpar_shutdown, after the drain
+ * and before the kernel layer frees the engine's kernels). */
+GPAR__HIDDEN void gpar__array_shutdown(gpar_engine *eng);
 
 /* run.c: build and submit the op of a checked call whose operands are looked up (on dev). */
 GPAR__HIDDEN int gpar__array_submit(gpar_engine *eng, gpar__device *dev, gpar__arr_call *c);

@@ -2,6 +2,7 @@
  * types and shapes (called by each public call), then handles, ranges, devices and overlap
  * of its operands (gpar__array_issue), which hands a call that passed them to run.c. */
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "array/array.h"
 
@@ -43,77 +44,88 @@ static int extent(const gpar__arr_operand *o, size_t *end) {
 }
 
 /* Look every present operand up in eng and check its range; end[i] receives its extent. */
-static int lookup(const gpar__arr_call *c, gpar_engine *eng, gpar__buf **b, size_t *end) {
+static int lookup(const char *fn, gpar__arr_operand *o, int n, gpar_engine *eng, size_t *end) {
   int st = GPAR_OK;
-  for (int i = 0; i < c->nops && st == GPAR_OK; i++) {
-    const gpar__arr_operand *o = &c->op[i];
-    if (!o->h.id) continue;
-    if ((st = gpar__buf_get(eng, o->h, &b[i])) != GPAR_OK) break;
-    size_t es = gpar__arr_elem(o->dtype), have = b[i]->bytes / es;
-    if (!extent(o, &end[i]) || end[i] > have || o->off > have)
-      st = gpar__errorf(GPAR_ERANGE, "%s: %s (%zux%zu, ld %zu, offset %zu) exceeds its buffer of %zu elements", c->fn,
-                        o->name, o->rows, o->cols, o->ld, o->off, have);
+  for (int i = 0; i < n && st == GPAR_OK; i++) {
+    if (!o[i].h.id) continue;
+    if ((st = gpar__buf_get(eng, o[i].h, &o[i].b)) != GPAR_OK) break;
+    size_t have = o[i].b->bytes / o[i].esize;
+    if (!extent(&o[i], &end[i]) || end[i] > have || o[i].off > have)
+      st = gpar__errorf(GPAR_ERANGE, "%s: %s (%zux%zu, ld %zu, offset %zu) exceeds its buffer of %zu elements", fn,
+                        o[i].name, o[i].rows, o[i].cols, o[i].ld, o[i].off, have);
   }
   return st;
 }
 
 /* Every operand on the home operand's device (or all in host memory). */
-static int same_device(const gpar__arr_call *c, gpar__buf *const *b) {
-  const gpar__buf *h = b[c->home];
-  for (int i = 0; i < c->nops; i++)
-    if (b[i] && (b[i]->host_memory != h->host_memory || (!h->host_memory && b[i]->dev != h->dev)))
-      return gpar__errorf(GPAR_EINVAL, "%s: %s is not on %s's device (the op runs on %s's device)", c->fn,
-                          c->op[i].name, c->op[c->home].name, c->op[c->home].name);
+static int same_device(const char *fn, const gpar__arr_operand *o, int n, int home) {
+  const gpar__buf *h = o[home].b;
+  for (int i = 0; i < n; i++)
+    if (o[i].b && (o[i].b->host_memory != h->host_memory || (!h->host_memory && o[i].b->dev != h->dev)))
+      return gpar__errorf(GPAR_EINVAL, "%s: %s is not on %s's device (the op runs on %s's device)", fn, o[i].name,
+                          o[home].name, o[home].name);
   return GPAR_OK;
 }
 
 /* An output overlapping another operand: allowed only in place (an input that may be, the same
  * elements exactly). Ranges in bytes, as gpar.h's overlap rule says. */
-static int overlap(const gpar__arr_call *c, gpar__buf *const *b, const size_t *end) {
-  for (int i = 0; i < c->nops; i++) {
-    const gpar__arr_operand *o = &c->op[i];
-    if (!b[i] || !o->out) continue;
-    for (int j = 0; j < c->nops; j++) {
-      const gpar__arr_operand *p = &c->op[j];
-      if (j == i || b[j] != b[i] || (p->out && j < i)) continue;
-      size_t eo = gpar__arr_elem(o->dtype), ep = gpar__arr_elem(p->dtype);
-      if (end[i] == o->off || end[j] == p->off) continue; /* an empty operand overlaps nothing */
-      if (o->off * eo >= end[j] * ep || p->off * ep >= end[i] * eo) continue;
-      int exact = !p->out && p->in_place && o->in_place && p->dtype == o->dtype && p->off == o->off &&
-                  p->rows == o->rows && p->cols == o->cols && (p->cols <= 1 || p->ld == o->ld);
-      if (!exact) return gpar__errorf(GPAR_EALIAS, "%s: %s overlaps %s", c->fn, o->name, p->name);
+static int overlap(const char *fn, const gpar__arr_operand *o, int n, const size_t *end) {
+  for (int i = 0; i < n; i++) {
+    if (!o[i].b || !o[i].out) continue;
+    for (int j = 0; j < n; j++) {
+      const gpar__arr_operand *p = &o[j], *q = &o[i];
+      if (j == i || p->b != q->b || (p->out && j < i)) continue;
+      if (end[i] == q->off || end[j] == p->off) continue; /* an empty operand overlaps nothing */
+      if (q->off * q->esize >= end[j] * p->esize || p->off * p->esize >= end[i] * q->esize) continue;
+      int exact = !p->out && p->in_place && q->in_place && p->dtype == q->dtype && p->off == q->off &&
+                  p->rows == q->rows && p->cols == q->cols && (p->cols <= 1 || p->ld == q->ld);
+      if (!exact) return gpar__errorf(GPAR_EALIAS, "%s: %s overlaps %s", fn, q->name, p->name);
     }
   }
   return GPAR_OK;
 }
 
-int gpar__array_issue(gpar__arr_call *c) {
+int gpar__arr_operands(const char *fn, gpar__arr_operand *o, int n, gpar_engine **engp, int *home) {
   int st = GPAR_OK, first = -1;
-  for (int i = 0; i < c->nops && first < 0; i++)
-    if (c->op[i].h.id) first = i;
-  for (int i = 0; i < c->nops && st == GPAR_OK; i++)
-    if (!c->op[i].h.id && !c->op[i].optional) st = gpar__errorf(GPAR_EBADBUF, "%s: %s is the null handle", c->fn, c->op[i].name);
-  if (st) return st;
-  if (first < 0) return gpar__errorf(GPAR_EINVAL, "%s: every operand is the null handle", c->fn);
-  c->home = -1;
-  for (int i = 0; i < c->nops && c->home < 0; i++)
-    if (c->op[i].out && c->op[i].h.id) c->home = i;
-  if (c->home < 0) return gpar__errorf(GPAR_EINVAL, "%s: no output (every output is the null handle)", c->fn);
-  gpar_engine *eng = gpar__engine_enter_buf(c->op[first].h, &st);
-  if (!eng) return st;
-  gpar__buf *b[GPAR__ARR_MAX_OPERANDS] = {NULL};
-  size_t end[GPAR__ARR_MAX_OPERANDS] = {0};
-  st = lookup(c, eng, b, end);
-  if (st == GPAR_OK) st = same_device(c, b);
-  if (st == GPAR_OK) st = overlap(c, b, end);
-  if (st == GPAR_OK && !c->empty) {
-    for (int i = 0; i < c->nops; i++) c->op[i].b = b[i];
-    gpar__device *dev = b[c->home]->host_memory ? eng->host_dev : b[c->home]->dev;
-    st = gpar__array_submit(eng, dev, c); /* takes over the references */
-    for (int i = 0; i < c->nops; i++) b[i] = NULL;
+  *engp = NULL;
+  *home = -1;
+  for (int i = 0; i < n && st == GPAR_OK; i++) {
+    o[i].b = NULL;
+    if (!o[i].h.id && !o[i].optional) st = gpar__errorf(GPAR_EBADBUF, "%s: %s is the null handle", fn, o[i].name);
+    if (o[i].h.id && first < 0) first = i;
+    if (o[i].h.id && o[i].out && *home < 0) *home = i;
   }
-  for (int i = 0; i < c->nops; i++)
-    if (b[i]) gpar__buf_put(b[i]);
+  if (st) return st;
+  if (*home < 0) return gpar__errorf(GPAR_EINVAL, "%s: no output (every output is the null handle)", fn);
+  gpar_engine *eng = gpar__engine_enter_buf(o[first].h, &st);
+  if (!eng) return st;
+  size_t *end = calloc((size_t)n, sizeof *end);
+  if (!end) st = gpar__errorf(GPAR_ENOMEM, "%s: out of host memory", fn);
+  if (st == GPAR_OK) st = lookup(fn, o, n, eng, end);
+  if (st == GPAR_OK) st = same_device(fn, o, n, *home);
+  if (st == GPAR_OK) st = overlap(fn, o, n, end);
+  free(end);
+  *engp = eng;
+  if (st != GPAR_OK) gpar__arr_operands_done(eng, o, n), *engp = NULL;
+  return st;
+}
+
+void gpar__arr_operands_done(gpar_engine *eng, gpar__arr_operand *o, int n) {
+  for (int i = 0; i < n; i++) {
+    if (o[i].b) gpar__buf_put(o[i].b);
+    o[i].b = NULL;
+  }
   gpar__engine_leave(eng);
+}
+
+int gpar__array_issue(gpar__arr_call *c) {
+  gpar_engine *eng;
+  int st = gpar__arr_operands(c->fn, c->op, c->nops, &eng, &c->home);
+  if (st) return st;
+  if (!c->empty) {
+    gpar__buf *h = c->op[c->home].b;
+    st = gpar__array_submit(eng, h->host_memory ? eng->host_dev : h->dev, c); /* takes over the references */
+  }
+  gpar__arr_operands_done(eng, c->op, c->nops);
   return st;
 }

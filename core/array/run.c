@@ -1,7 +1,8 @@
-/* run.c: an array call as one engine op. Its reads are the inputs, its writes the outputs (an
- * output that is also an input, in place, is read-write); on the CPU it runs the host
- * backend's plain C (backend.h: array), on GPUs portable kernels. */
-#include "array/array.h"
+/* run.c: where a checked array call runs. On the CPU (a backend with the `array` entry) it is
+ * one engine op whose reads are the inputs and whose writes are the outputs (an output that is
+ * also an input, in place, is read-write), running the host backend's plain C; on GPUs it is
+ * kernel launches (gpu.c), ordered by the same read and write sets. */
+#include "array/kernels.h"
 
 _Static_assert(sizeof(gpar__array_args) <= GPAR__OP_PAYLOAD, "array op arguments fit an op's payload");
 
@@ -29,14 +30,10 @@ static void fill_args(const gpar__arr_call *c, gpar__array_args *a) {
   }
 }
 
-int gpar__array_submit(gpar_engine *eng, gpar__device *dev, gpar__arr_call *c) {
-  int st = GPAR_OK;
-  gpar__op *op = NULL;
-  if (!dev->ops->array)
-    st = gpar__errorf(GPAR_ENOTSUP, "%s: array ops on %s devices need portable kernels, not built into this libgpar",
-                      c->fn, dev->ops->name);
-  else if (!(op = gpar__op_new(eng, &host_kinds[c->args.kind], dev, GPAR__LANE_COMPUTE)))
-    st = GPAR_ENOMEM;
+/* The CPU: one op of a kind above, running the host backend's plain C. */
+static int host_submit(gpar_engine *eng, gpar__device *dev, gpar__arr_call *c) {
+  gpar__op *op = gpar__op_new(eng, &host_kinds[c->args.kind], dev, GPAR__LANE_COMPUTE);
+  int st = op ? GPAR_OK : GPAR_ENOMEM;
   if (op) fill_args(c, gpar__op_args(op));
   for (int i = 0; i < c->nops; i++) {
     gpar__buf *b = c->op[i].b;
@@ -52,4 +49,14 @@ int gpar__array_submit(gpar_engine *eng, gpar__device *dev, gpar__arr_call *c) {
     return st;
   }
   return gpar__api_submit(op);
+}
+
+int gpar__array_submit(gpar_engine *eng, gpar__device *dev, gpar__arr_call *c) {
+  if (dev->ops->array) return host_submit(eng, dev, c);
+  int st = gpar__array_gpu(eng, dev, c); /* launches take their own references */
+  for (int i = 0; i < c->nops; i++) {
+    if (c->op[i].b) gpar__buf_put(c->op[i].b);
+    c->op[i].b = NULL;
+  }
+  return st;
 }

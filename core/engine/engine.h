@@ -332,7 +332,7 @@ typedef struct gpar__trace_rec {
 enum {
   GPAR__FAULT_ALLOC, GPAR__FAULT_PINNED, GPAR__FAULT_COPY, GPAR__FAULT_GEMM, GPAR__FAULT_FILL,
   GPAR__FAULT_USER, GPAR__FAULT_EVENT, GPAR__FAULT_COMPLETION, GPAR__FAULT_REGISTER, GPAR__FAULT_CAPTURE,
-  GPAR__FAULT_KINDS
+  GPAR__FAULT_BUILD, GPAR__FAULT_KINDS
 };
 
 /* Engine lifecycle (gpar_engine.state). */
@@ -397,6 +397,10 @@ struct gpar_engine {
   _Atomic(gpar__op *) op_pool;
   atomic_long events_live;
   atomic_ulong graph_native;    /* graph parts launched as a backend graph (counted by graph/) */
+  /* Kernels: kernel/'s state of this engine (its memory cache; created at first use, freed by its
+   * shutdown) and its counters for gpar_stats (written by kernel/ only). */
+  _Atomic(void *) kernels;
+  atomic_ulong kernels_live, kernel_launches, kernel_builds, kernel_mem_hits, kernel_disk_hits, kernel_build_ns;
   gpar__pinned_pool pinned;
   /* tracing */
   int tracing;                  /* 1: per-op timestamps (breakdown), 2: also a trace file */

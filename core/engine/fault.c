@@ -6,7 +6,7 @@
 #include "engine/engine.h"
 
 static const char *const gpar__fault_names[GPAR__FAULT_KINDS] = {
-    "alloc", "pinned", "copy", "gemm", "fill", "user", "event", "completion", "register", "capture"};
+    "alloc", "pinned", "copy", "gemm", "fill", "user", "event", "completion", "register", "capture", "build"};
 
 int gpar__fault(gpar_engine *eng, int kind) {
   atomic_ulong *at = &eng->fault_at[kind];

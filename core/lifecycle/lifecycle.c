@@ -1,13 +1,16 @@
 /* lifecycle.c: the engine's lifecycle, the top of core/: the one list of backends, the one
  * reader of the GPAR_* environment, gpar_init (open backends and devices, start their threads)
- * and gpar_shutdown (drain, then destroy the engine's graphs and communicators, join, free).
+ * and gpar_shutdown (drain, then destroy the engine's graphs, communicators, maps and kernels, join,
+ * free).
  * Engine slots and tokens live in engine/registry.c. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "array/array.h"
 #include "comm/comm.h"
 #include "graph/graph.h"
+#include "kernel/kernel.h"
 
 /* The backends, in probe order. GPU backends are weak symbols: NULL when configure left them out. */
 static const gpar__backend_ops *const gpar__backends[] = {&gpar__host_backend, &gpar__cuda_backend,
@@ -34,6 +37,10 @@ static void config_from_env(gpar_config *cfg, gpar_engine *eng, const char **fau
   if ((s = getenv("GPAR_QUIET"))) cfg->quiet = atoi(s);
   if ((s = getenv("GPAR_COMM_TIMEOUT")) && atof(s) > 0) cfg->comm_timeout = atof(s);
   if ((s = getenv("GPAR_CUBLASLT"))) cfg->cublaslt = atoi(s) ? 1 : -1;
+  if ((s = getenv("GPAR_CACHE_DIR")) && *s) cfg->kernel_cache_dir = s;
+  if ((s = getenv("GPAR_CACHE")) && !strcmp(s, "0")) cfg->kernel_cache_dir = "";
+  if (((s = getenv("GPAR_CC")) && *s) || ((s = getenv("CC")) && *s)) cfg->kernel_cc = s;
+  if ((s = getenv("GPAR_NVRTC")) && *s) cfg->kernel_nvrtc = s;
   if ((s = getenv("GPAR_BACKENDS"))) {
     cfg->backends = 0;
     static const char *const names[] = {"host", "cuda", "opencl"};
@@ -41,6 +48,18 @@ static void config_from_env(gpar_config *cfg, gpar_engine *eng, const char **fau
     for (int i = 0; i < 3; i++)
       if (strstr(s, names[i])) cfg->backends |= bits[i];
   }
+}
+
+/* The kernels' default disk cache, $XDG_CACHE_HOME/gpar or $HOME/.cache/gpar ("" when neither
+ * is set), read once per process. */
+static char default_cache_dir[1024];
+static pthread_once_t default_cache_once = PTHREAD_ONCE_INIT;
+static void default_cache_read(void) {
+  const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+  if (x && *x)
+    snprintf(default_cache_dir, sizeof default_cache_dir, "%s/gpar", x);
+  else if (h && *h)
+    snprintf(default_cache_dir, sizeof default_cache_dir, "%s/.cache/gpar", h);
 }
 
 GPAR_API void gpar_config_init(gpar_config *cfg) {
@@ -155,6 +174,11 @@ GPAR_API int gpar_init(gpar_engine **out, const gpar_config *cfg) {
   if (!eng->cfg.backends) eng->cfg.backends = GPAR_BACKEND_HOST | GPAR_BACKEND_CUDA | GPAR_BACKEND_OPENCL;
   eng->cfg.backends |= GPAR_BACKEND_HOST;
   if (!(eng->cfg.comm_timeout > 0)) eng->cfg.comm_timeout = 300.0;
+  if (!eng->cfg.kernel_cache_dir) {
+    pthread_once(&default_cache_once, default_cache_read);
+    eng->cfg.kernel_cache_dir = default_cache_dir;
+  }
+  if (!eng->cfg.kernel_cc) eng->cfg.kernel_cc = "cc";
   if (eng->cfg.host_threads <= 0) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     eng->cfg.host_threads = n > 0 ? (int)n : 2;
@@ -222,7 +246,9 @@ GPAR_API int gpar_shutdown(gpar_engine *e) {
   gpar__engine_wait_callers(eng);
   gpar__comm_shutdown(eng);  /* comm/: the engine's communicators */
   gpar__graph_shutdown(eng); /* graph/: its graphs, their buffers and backend graphs */
+  gpar__array_shutdown(eng); /* array/: its maps and the table of its array kernels */
   if (eng->tracing == 2) gpar__trace_write(eng);
+  gpar__kernel_shutdown(eng); /* kernel/: its kernels and caches (after the trace: it names them) */
   engine_free_resources(eng);
   gpar__engine_release_slot(eng);
   if (st != GPAR_OK) gpar__set_error_msg(st, msg);

@@ -1,0 +1,367 @@
+/* host_kernel.c: kernels on the host CPU. The generated C (the host dialect header, the portable
+ * part, the preamble, then the entry point) is compiled by the system compiler (gpar_config.
+ * kernel_cc: GPAR_CC, else CC, else cc) with FLAGS below into a shared object, which is loaded
+ * from memory (a memfd, dlopen RTLD_NOW | RTLD_LOCAL). The entry point runs a range of
+ * work-groups; core/kernel/ spreads a launch's groups over the CPU workers. Within a group the
+ * work-items run one after the other, dimension 0 as an `omp simd` loop (the compiler may
+ * vectorise across work-items, as a GPU runs them side by side), so a body with a group barrier
+ * or group-local memory cannot run here: it is refused, naming PoCL (an OpenCL CPU device) as
+ * the way to run it. -march=native: the source names the CPU's model and feature flags, so a
+ * cache entry built on another CPU is another key, never loaded here. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "host_internal.h"
+
+extern char **environ;
+
+#define FLAGS_NATIVE "-march=native "
+#define FLAGS "-O2 -fopenmp-simd -fno-math-errno -fPIC -shared"
+
+/* The host dialect header (GPAR_KERNEL_DIALECT; gpar.h documents the names). */
+static const char header[] =
+    "/* libgpar kernel dialect 1: host (C11) */\n"
+    "#include <float.h>\n#include <math.h>\n#include <stdint.h>\n#include <string.h>\n"
+    "#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__\n"
+    "#error libgpar host kernels assume a little-endian CPU\n#endif\n"
+    "#define GPAR_ON_HOST 1\n"
+    "typedef int8_t gpar_i8; typedef uint8_t gpar_u8; typedef int16_t gpar_i16; typedef uint16_t gpar_u16;\n"
+    "typedef int32_t gpar_i32; typedef uint32_t gpar_u32; typedef int64_t gpar_i64; typedef uint64_t gpar_u64;\n"
+    "typedef float gpar_f32; typedef double gpar_f64; typedef uint16_t gpar_f16; typedef uint16_t gpar_bf16;\n"
+    "typedef struct { void *mem; gpar_u64 bits; } gpar__karg;\n"
+    "typedef struct { gpar_u32 groups[3], size[3]; } gpar__grid;\n"
+    "#define GPAR_FN static inline\n#define GPAR_GLOBAL_MEM\n#define GPAR_LOCAL_MEM\n"
+    "#define GPAR__ID(v, d) ((d) == 0 ? v##0 : (d) == 1 ? v##1 : v##2)\n"
+    "#define GPAR_LOCAL_ID(d) GPAR__ID(gpar__l, d)\n"
+    "#define GPAR_GROUP_ID(d) GPAR__ID(gpar__g, d)\n"
+    "#define GPAR_GROUP_SIZE(d) (gpar__G->size[d])\n"
+    "#define GPAR_NUM_GROUPS(d) (gpar__G->groups[d])\n"
+    "#define GPAR_GLOBAL_ID(d) ((gpar_u64)GPAR_GROUP_ID(d) * GPAR_GROUP_SIZE(d) + GPAR_LOCAL_ID(d))\n"
+    "#define GPAR_GLOBAL_SIZE(d) ((gpar_u64)GPAR_NUM_GROUPS(d) * GPAR_GROUP_SIZE(d))\n"
+    "GPAR_FN gpar_u32 gpar_as_u32(gpar_f32 v) { gpar_u32 u; memcpy(&u, &v, 4); return u; }\n"
+    "GPAR_FN gpar_f32 gpar_as_f32(gpar_u32 v) { gpar_f32 f; memcpy(&f, &v, 4); return f; }\n"
+    "GPAR_FN gpar_u64 gpar_as_u64(gpar_f64 v) { gpar_u64 u; memcpy(&u, &v, 8); return u; }\n"
+    "GPAR_FN gpar_f64 gpar_as_f64(gpar_u64 v) { gpar_f64 f; memcpy(&f, &v, 8); return f; }\n"
+    /* f16 in software, rounding as CUDA's cvt.rn.f16.f32 and OpenCL's vstore_half_rte do */
+    "GPAR_FN gpar_f32 gpar_f16_to_f32(gpar_f16 h) {\n"
+    "  gpar_u32 s = (gpar_u32)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;\n"
+    "  if (e == 0x1f) return gpar_as_f32(s | 0x7f800000u | (m << 13));\n"
+    "  if (e == 0) return gpar_as_f32(s | gpar_as_u32((gpar_f32)m * 5.9604644775390625e-8f));\n"
+    "  return gpar_as_f32(s | ((e + 112u) << 23) | (m << 13));\n"
+    "}\n"
+    "GPAR_FN gpar_f16 gpar_f32_to_f16(gpar_f32 f) {\n"
+    "  gpar_u32 u = gpar_as_u32(f), s = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;\n"
+    "  if (a > 0x7f800000u) return (gpar_f16)(s | 0x7e00u | ((a >> 13) & 0x3ffu));\n"
+    "  if (a >= 0x477ff000u) return (gpar_f16)(s | 0x7c00u);\n"
+    "  if (a <= 0x33000000u) return (gpar_f16)s;\n"
+    "  if (a < 0x38800000u) {\n"
+    "    gpar_u32 m = (a & 0x7fffffu) | 0x800000u, sh = 126u - (a >> 23), r = m >> sh, rem = m & ((1u << sh) - 1u);\n"
+    "    gpar_u32 half = 1u << (sh - 1u);\n"
+    "    return (gpar_f16)(s | (r + (rem > half || (rem == half && (r & 1u)))));\n"
+    "  }\n"
+    "  a -= 0x38000000u;\n"
+    "  return (gpar_f16)(s | ((a + 0xfffu + ((a >> 13) & 1u)) >> 13));\n"
+    "}\n"
+    /* atomics: the value before, relaxed as on GPUs (the engine orders what follows the launch) */
+    "#define GPAR__A __ATOMIC_RELAXED\n"
+    "#define gpar_atomic_add_i32(p, v) __atomic_fetch_add((p), (gpar_i32)(v), GPAR__A)\n"
+    "#define gpar_atomic_add_u32(p, v) __atomic_fetch_add((p), (gpar_u32)(v), GPAR__A)\n"
+    "#define gpar_atomic_add_i64(p, v) __atomic_fetch_add((p), (gpar_i64)(v), GPAR__A)\n"
+    "#define gpar_atomic_add_u64(p, v) __atomic_fetch_add((p), (gpar_u64)(v), GPAR__A)\n"
+    "#define gpar_atomic_xchg_i32(p, v) __atomic_exchange_n((p), (gpar_i32)(v), GPAR__A)\n"
+    "#define gpar_atomic_xchg_u32(p, v) __atomic_exchange_n((p), (gpar_u32)(v), GPAR__A)\n"
+    "#define GPAR__CAS(name, T) GPAR_FN T gpar_atomic_cas_##name(T *p, T cmp, T val) {\\\n"
+    "  __atomic_compare_exchange_n(p, &cmp, val, 0, GPAR__A, GPAR__A); return cmp; }\n"
+    "GPAR__CAS(i32, gpar_i32) GPAR__CAS(u32, gpar_u32)\n"
+    "#define GPAR__MINMAX(name, T, better) GPAR_FN T gpar_atomic_##name(T *p, T v) {\\\n"
+    "  T old = __atomic_load_n(p, GPAR__A);\\\n"
+    "  while (better && !__atomic_compare_exchange_n(p, &old, v, 1, GPAR__A, GPAR__A)) {}\\\n"
+    "  return old; }\n"
+    "GPAR__MINMAX(min_i32, gpar_i32, v < old) GPAR__MINMAX(min_u32, gpar_u32, v < old)\n"
+    "GPAR__MINMAX(max_i32, gpar_i32, v > old) GPAR__MINMAX(max_u32, gpar_u32, v > old)\n"
+    "GPAR_FN gpar_f32 gpar_atomic_add_f32(gpar_f32 *p, gpar_f32 v) {\n"
+    "  gpar_u32 *q = (gpar_u32 *)p, old = __atomic_load_n(q, GPAR__A);\n"
+    "  while (!__atomic_compare_exchange_n(q, &old, gpar_as_u32(gpar_as_f32(old) + v), 1, GPAR__A, GPAR__A)) {}\n"
+    "  return gpar_as_f32(old);\n"
+    "}\n"
+    "#define GPAR_BARRIER() gpar_barrier_is_not_supported_on_the_host\n"
+    "#define GPAR_LOCAL(type, name, count) gpar_local_memory_is_not_supported_on_the_host\n";
+
+/* ---------------------------------------------------------------- the compiler */
+
+/* Run `cmd` through the shell; its output (stdout and stderr) malloc'ed into *out (may be NULL
+ * without memory); the exit status, or -1 when it could not run. */
+static int run_shell(const char *cmd, char **out) {
+  char *full = malloc(strlen(cmd) + 8), *text = NULL;
+  size_t n = 0;
+  *out = NULL;
+  if (!full) return -1;
+  sprintf(full, "%s 2>&1", cmd);
+  FILE *p = popen(full, "r");
+  free(full);
+  if (!p) return -1;
+  FILE *f = open_memstream(&text, &n);
+  char buf[4096];
+  size_t r;
+  while ((r = fread(buf, 1, sizeof buf, p)) > 0)
+    if (f) fwrite(buf, 1, r, f);
+  if (f) fclose(f);
+  int st = pclose(p);
+  *out = text;
+  return st == -1 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* `$cc --version`'s first line, run once per compiler command in the process. */
+static pthread_mutex_t version_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+  char cc[512], line[256];
+  int status;
+} versions[8];
+static int nversions;
+
+static int cc_version(const char *cc, char *line, size_t cap) {
+  int st = -2;
+  pthread_mutex_lock(&version_mu);
+  for (int i = 0; i < nversions && st == -2; i++)
+    if (!strcmp(versions[i].cc, cc)) st = versions[i].status, snprintf(line, cap, "%s", versions[i].line);
+  pthread_mutex_unlock(&version_mu);
+  if (st != -2) return st;
+  char *cmd = malloc(strlen(cc) + 16), *out = NULL;
+  if (!cmd) return -1;
+  sprintf(cmd, "%s --version", cc);
+  st = run_shell(cmd, &out);
+  free(cmd);
+  snprintf(line, cap, "%.*s", out ? (int)strcspn(out, "\n") : 0, out ? out : "");
+  free(out);
+  pthread_mutex_lock(&version_mu);
+  if (nversions < 8) {
+    snprintf(versions[nversions].cc, sizeof versions[0].cc, "%s", cc);
+    snprintf(versions[nversions].line, sizeof versions[0].line, "%s", line);
+    versions[nversions++].status = st;
+  }
+  pthread_mutex_unlock(&version_mu);
+  return st;
+}
+
+int gpar__host_kernel_target(gpar__bdev *dev, char *buf, size_t cap) {
+  const gpar__backend *be = (const gpar__backend *)dev;
+  char line[256];
+  int st = cc_version(be->cc, line, sizeof line);
+  if (st != 0)
+    return gpar__errorf(GPAR_ENOTSUP, "host kernels need a C compiler: `%s --version` %s (%s); set GPAR_CC or CC",
+                        be->cc, st < 0 ? "did not run" : "failed", *line ? line : "no output");
+  snprintf(buf, cap, "cc: %s (command: %s)", line, be->cc);
+  return GPAR_OK;
+}
+
+/* ---------------------------------------------------------------- the generated source */
+
+/* The entry point: gpar_kernel_NAME(grid, first, count, args) runs groups first..+count. */
+static void write_entry(FILE *f, const gpar__kernel_def *def) {
+  fprintf(f, "static inline void gpar__item(const gpar__grid *gpar__G, gpar_u32 gpar__g0, gpar_u32 gpar__g1, "
+             "gpar_u32 gpar__g2, gpar_u32 gpar__l0, gpar_u32 gpar__l1, gpar_u32 gpar__l2");
+  for (int i = 0; i < def->nparams; i++) {
+    const gpar__kparam *p = &def->params[i];
+    fprintf(f, ",\n    %s%s %s%s", p->dir == GPAR__KDIR_SCALAR || p->dir == GPAR__KDIR_IN ? "const " : "", p->ctype,
+            p->dir == GPAR__KDIR_SCALAR ? "" : "*", p->name);
+  }
+  fprintf(f, ") {\n%s\n}\n\n", def->body);
+  fprintf(f, "void gpar_kernel_%s(const gpar_u32 *gpar__grid6, gpar_u64 gpar__first, gpar_u64 gpar__count,\n"
+             "    const gpar__karg *gpar__a) {\n"
+             "  const gpar__grid gpar__G = {{gpar__grid6[0], gpar__grid6[1], gpar__grid6[2]},\n"
+             "                              {gpar__grid6[3], gpar__grid6[4], gpar__grid6[5]}};\n",
+          def->name);
+  for (int i = 0; i < def->nparams; i++) {
+    const gpar__kparam *p = &def->params[i];
+    if (p->dir == GPAR__KDIR_SCALAR)
+      fprintf(f, "  %s %s;\n  memcpy(&%s, &gpar__a[%d].bits, sizeof %s);\n", p->ctype, p->name, p->name, i, p->name);
+    else
+      fprintf(f, "  %s%s *%s = (%s%s *)((char *)gpar__a[%d].mem + gpar__a[%d].bits);\n",
+              p->dir == GPAR__KDIR_IN ? "const " : "", p->ctype, p->name, p->dir == GPAR__KDIR_IN ? "const " : "",
+              p->ctype, i, i);
+  }
+  fprintf(f, "  const gpar_u32 s0 = gpar__G.size[0], s1 = gpar__G.size[1], s2 = gpar__G.size[2];\n"
+             "  for (gpar_u64 g = gpar__first; g < gpar__first + gpar__count; g++) {\n"
+             "    const gpar_u32 g0 = (gpar_u32)(g %% gpar__G.groups[0]);\n"
+             "    const gpar_u32 g1 = (gpar_u32)(g / gpar__G.groups[0] %% gpar__G.groups[1]);\n"
+             "    const gpar_u32 g2 = (gpar_u32)(g / gpar__G.groups[0] / gpar__G.groups[1]);\n"
+             "    for (gpar_u32 l2 = 0; l2 < s2; l2++)\n"
+             "      for (gpar_u32 l1 = 0; l1 < s1; l1++)\n"
+             "        _Pragma(\"omp simd\") for (gpar_u32 l0 = 0; l0 < s0; l0++)\n"
+             "          gpar__item(&gpar__G, g0, g1, g2, l0, l1, l2");
+  for (int i = 0; i < def->nparams; i++) fprintf(f, ", %s", def->params[i].name);
+  fprintf(f, ");\n  }\n}\n");
+}
+
+int gpar__host_kernel_source(gpar__bdev *dev, const gpar__kernel_def *def, char **src, char *opts, size_t optcap) {
+  const gpar__backend *be = (const gpar__backend *)dev;
+  if (def->uses_group_memory)
+    return gpar__errorf(GPAR_ENOTSUP, "the host device runs no group barrier or group-local memory (GPAR_BARRIER, "
+                                      "GPAR_LOCAL): run this kernel on an OpenCL CPU device (PoCL) instead");
+  int native = !strstr(be->cc, "-march") && !strstr(be->cc, "-mcpu");
+  snprintf(opts, optcap, "%s%s", native ? FLAGS_NATIVE : "", FLAGS);
+  char model[128] = "", flags[2048] = "";
+  gpar__host_cpuinfo("model name", model, sizeof model);
+  gpar__host_cpuinfo("flags", flags, sizeof flags);
+  if (!*flags) gpar__host_cpuinfo("Features", flags, sizeof flags);
+  size_t n = 0;
+  FILE *f = open_memstream(src, &n);
+  if (!f) return gpar__errorf(GPAR_ENOMEM, "host: out of host memory");
+  fprintf(f, "/* host kernel '%s' for %s; cpu flags: %s */\n%s%s", def->name, *model ? model : "(unknown cpu)",
+          native ? flags : "(no -march=native)", header, def->common);
+  if (*def->preamble) fprintf(f, "/* preamble */\n%s\n", def->preamble);
+  write_entry(f, def);
+  if (fclose(f) != 0) return gpar__errorf(GPAR_ENOMEM, "host: out of host memory");
+  return GPAR_OK;
+}
+
+/* ---------------------------------------------------------------- compile, load, launch */
+
+/* s single-quoted for the shell, into out. */
+static void shell_quote(const char *s, char *out, size_t cap) {
+  size_t n = 0;
+  out[n++] = '\'';
+  for (; *s && n + 5 < cap; s++) {
+    if (*s == '\'') {
+      memcpy(out + n, "'\\''", 4);
+      n += 4;
+    } else {
+      out[n++] = *s;
+    }
+  }
+  out[n++] = '\'';
+  out[n] = 0;
+}
+
+static int write_file(const char *path, const void *data, size_t len) {
+  FILE *f = fopen(path, "wb");
+  if (!f) return 0;
+  int ok = fwrite(data, 1, len, f) == len;
+  return fclose(f) == 0 && ok;
+}
+
+static void *read_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  char *data = NULL;
+  size_t n = 0;
+  FILE *m = f ? open_memstream(&data, &n) : NULL;
+  char buf[65536];
+  size_t r;
+  while (m && (r = fread(buf, 1, sizeof buf, f)) > 0) fwrite(buf, 1, r, m);
+  int ok = m && !ferror(f) && fclose(m) == 0;
+  if (f) fclose(f);
+  if (!ok) {
+    free(data);
+    return NULL;
+  }
+  *len = n;
+  return data;
+}
+
+int gpar__host_kernel_compile(gpar__bdev *dev, const char *src, const char *opts, void **bin, size_t *len, char **log) {
+  const gpar__backend *be = (const gpar__backend *)dev;
+  const char *tmp = getenv("TMPDIR");
+  char dir[512], q[1100], path[600], *cmd = NULL;
+  snprintf(dir, sizeof dir, "%s/gpar-cc-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(dir)) return gpar__errorf(GPAR_EBACKEND, "host kernels: mkdtemp(%s): %s", dir, strerror(errno));
+  snprintf(path, sizeof path, "%s/kernel.c", dir);
+  int st = GPAR_OK;
+  if (!write_file(path, src, strlen(src)))
+    st = gpar__errorf(GPAR_EBACKEND, "host kernels: cannot write %s: %s", path, strerror(errno));
+  shell_quote(dir, q, sizeof q);
+  if (st == GPAR_OK && (cmd = malloc(strlen(be->cc) + strlen(opts) + strlen(q) + 64))) {
+    sprintf(cmd, "cd %s && %s %s -o kernel.so kernel.c -lm", q, be->cc, opts);
+    int rc = run_shell(cmd, log);
+    if (*log && !**log) {
+      free(*log);
+      *log = NULL;
+    }
+    if (rc != 0) {
+      char first[400];
+      gpar__log_errors(*log, first, sizeof first);
+      st = rc < 0 ? gpar__errorf(GPAR_ENOTSUP, "host kernels: cannot run %s", be->cc)
+                  : gpar__errorf(GPAR_EBUILD, "%s (exit %d): %s", be->cc, rc, first);
+    }
+  } else if (st == GPAR_OK) {
+    st = gpar__errorf(GPAR_ENOMEM, "host: out of host memory");
+  }
+  free(cmd);
+  snprintf(path, sizeof path, "%s/kernel.so", dir);
+  if (st == GPAR_OK && !(*bin = read_file(path, len)))
+    st = gpar__errorf(GPAR_EBACKEND, "host kernels: cannot read %s", path);
+  unlink(path);
+  snprintf(path, sizeof path, "%s/kernel.c", dir);
+  unlink(path);
+  rmdir(dir);
+  return st;
+}
+
+/* A loaded kernel: the shared object and its entry point. */
+typedef void (*host_entry)(const uint32_t *grid, uint64_t first, uint64_t count, const gpar__karg *args);
+typedef struct host_module {
+  void *dl;
+  host_entry fn;
+} host_module;
+
+int gpar__host_kernel_load(gpar__bdev *dev, const void *bin, size_t len, const char *name, void **module,
+                           gpar__klimits *lim) {
+  (void)dev;
+  char path[64], sym[96];
+  host_module *m = malloc(sizeof *m);
+  if (!m) return gpar__errorf(GPAR_ENOMEM, "host: out of host memory");
+  int fd = memfd_create("gpar-kernel", MFD_CLOEXEC);
+  if (fd < 0 || (size_t)write(fd, bin, len) != len) {
+    if (fd >= 0) close(fd);
+    free(m);
+    return gpar__errorf(GPAR_EBACKEND, "host kernels: memfd_create/write: %s", strerror(errno));
+  }
+  snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+  m->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  close(fd); /* the mapping stays */
+  if (!m->dl) {
+    const char *why = dlerror();
+    free(m);
+    return gpar__errorf(GPAR_EBACKEND, "host kernels: dlopen: %s", why ? why : "failed");
+  }
+  snprintf(sym, sizeof sym, "gpar_kernel_%s", name);
+  *(void **)&m->fn = dlsym(m->dl, sym);
+  if (!m->fn) {
+    dlclose(m->dl);
+    free(m);
+    return gpar__errorf(GPAR_EBACKEND, "host kernels: no symbol %s in the shared object", sym);
+  }
+  *lim = (gpar__klimits){1024, {1024, 1024, 1024}, {UINT32_MAX, UINT32_MAX, UINT32_MAX}, 1};
+  *module = m;
+  return GPAR_OK;
+}
+
+void gpar__host_kernel_unload(gpar__bdev *dev, void *module) {
+  (void)dev;
+  host_module *m = module;
+  dlclose(m->dl);
+  free(m);
+}
+
+int gpar__host_kernel_launch(gpar__bdev *dev, int lane, void *module, const gpar__kernel_launch *l) {
+  (void)dev;
+  (void)lane;
+  const uint32_t grid[6] = {l->groups[0], l->groups[1], l->groups[2], l->group_size[0], l->group_size[1], l->group_size[2]};
+  ((host_module *)module)->fn(grid, l->first, l->count, l->args);
+  return GPAR_OK;
+}
+
+int gpar__host_kernel_host_ptr(gpar__bdev *dev, void *ptr, void **mem) {
+  (void)dev;
+  *mem = ptr;
+  return GPAR_OK;
+}

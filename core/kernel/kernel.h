@@ -1,0 +1,156 @@
+/* kernel.h: portable kernels, the kernel layer's private types and calls, file by file: kernel
+ * objects and their handles, the public calls that describe them (kernel.c); signatures and
+ * names (sig.c); the dialect's portable part (dialect.c); builds and the engine's memory cache
+ * (build.c); the disk cache (disk.c); launches, their op kinds and the host's spreading of
+ * groups over the CPU workers (launch.c). A kernel is a name, a typed signature and a body; the
+ * backends turn it into their source, compile, load and launch it (core/backend.h, kernel_*).
+ *
+ * Layer 3, beside graph/ and comm/: it uses engine/ and api/, and nothing uses it but
+ * lifecycle/ (gpar__kernel_shutdown). Its ops are engine ops of kinds defined in launch.c.
+ *
+ * Lifetimes. A kernel object lives while its handle or an op holding it (a launch in flight, a
+ * graph's recorded launch) does: refs counts them; the last reference frees it. Handles follow
+ * the one rule of engine/handle.c. A build (gpar__kentry: one kernel text on one device target)
+ * belongs to the engine's kernel state and lives until gpar_shutdown, so an op that names one
+ * never outlives it; so do the op kinds, interned per kernel name (a trace names them at
+ * shutdown, after the kernels are gone).
+ *
+ * Lock order: ks->mu (an engine's kernel state: its builds, kinds and device targets) is held
+ * alone: never across a backend call, a build or an engine call; a thread that waits for
+ * another thread's build of the same text sleeps on ks->cv. */
+#ifndef GPAR_CORE_KERNEL_H
+#define GPAR_CORE_KERNEL_H
+
+#include "api/api.h"
+
+#define GPAR__KMAX_PARAMS 64
+
+typedef struct gpar__kentry gpar__kentry;
+typedef struct gpar__kernel gpar__kernel;
+typedef struct gpar__kkind gpar__kkind;
+
+/* A build's state. BUILDING -> READY | FAILED (final), or -> RETRY after a failure that may not
+ * happen again (out of memory, an injected fault, a vendor error): the next thread to want it
+ * builds it again. */
+enum { GPAR__KE_BUILDING, GPAR__KE_READY, GPAR__KE_FAILED, GPAR__KE_RETRY };
+
+/* One build: a kernel's text on one device target (ks->mu guards state and the chain; every
+ * other field is written by the building thread before it publishes READY or FAILED). */
+struct gpar__kentry {
+  gpar__kentry *next; /* hash chain */
+  uint64_t hash;
+  char *mkey;         /* the memory key: the device's target (and index, where modules are per
+                         device) and the kernel's texts (gpar__kernel.text) */
+  size_t mkey_len;
+  int state;          /* GPAR__KE_* */
+  gpar__device *dev;  /* the device that built it (its backend unloads the module) */
+  int status;         /* FAILED: what every later build returns, with msg */
+  char *msg;
+  char *log;          /* the compiler's output; NULL: none */
+  void *module;       /* READY: the backend's loaded kernel */
+  gpar__klimits lim;
+  int origin;         /* GPAR_KERNEL_COMPILED / _DISK_HIT */
+  double seconds;     /* compile or load time */
+};
+
+/* An engine's kernel state (eng->kernels), created at its first kernel. */
+typedef struct gpar__kstate {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;  /* a build finished */
+  gpar__kentry **bucket;
+  int nbuckets, nentries;
+  gpar__kkind *kinds; /* interned op kinds, one per kernel name */
+  char **target;      /* per device: its kernel_target words, once known */
+  int *target_st;     /* per device: 0 unknown, 1 known (target), else why it cannot (target_why) */
+  char **target_why;  /* per device: why it cannot build (target_st != GPAR_OK) */
+} gpar__kstate;
+
+/* A kernel object. */
+struct gpar__kernel {
+  uint32_t slot;               /* its handle: {slot, serial} in the table of live kernels */
+  uint64_t serial;
+  gpar_engine *token;          /* its engine's user handle */
+  gpar_engine *eng;
+  atomic_long refs;            /* the handle's, and one per op that holds it */
+  char *text;                  /* name, params, body, preamble, each NUL-terminated, in one block */
+  size_t text_len;
+  char *sig;                   /* the signature's copy that the parameters' names point into */
+  gpar__kernel_def def;        /* what the backends see (points into text and params) */
+  gpar__kparam *params;
+  const gpar__op_kind *kind;   /* its launches' kind (interned by name) */
+  int ndev;
+  struct {
+    _Atomic(gpar__kentry *) e; /* its build on the device (READY or FAILED) once known */
+    atomic_int hit;            /* that came from the memory cache */
+  } built[];                   /* per device */
+};
+
+/* ---- kernel.c ---- */
+
+/* The kernel a handle names, with a table reference (gpar__kernel_put), or NULL (GPAR_EINVAL
+ * message naming fn). */
+GPAR__HIDDEN gpar__kernel *gpar__kernel_get(gpar_kernel h, const char *fn);
+GPAR__HIDDEN void gpar__kernel_put(gpar__kernel *k);
+/* Object references (ops): the last unref frees the kernel. */
+GPAR__HIDDEN void gpar__kernel_ref(gpar__kernel *k);
+GPAR__HIDDEN void gpar__kernel_unref(gpar__kernel *k);
+/* The device a public call names (GPAR_HOST: the CPU), or NULL with GPAR_ENODEV's message. */
+GPAR__HIDDEN gpar__device *gpar__kernel_device(gpar_engine *eng, int dev, const char *fn);
+/* Free every kernel of eng and its kernel state (gpar_shutdown: after the drain, the graphs and
+ * the trace; nothing in flight, no call inside). */
+GPAR__HIDDEN void gpar__kernel_shutdown(gpar_engine *eng);
+
+/* ---- sig.c ---- */
+
+/* Check a kernel name (a C identifier, not a keyword, not gpar-prefixed). */
+GPAR__HIDDEN int gpar__kname_check(const char *name, const char *fn);
+/* Parse a signature into n parameters (*out malloc'ed; names point into the writable copy
+ * text, which the parse cuts with NULs). GPAR_EINVAL with the 1-based column on a bad one. */
+GPAR__HIDDEN int gpar__ksig_parse(char *text, const char *fn, gpar__kparam **out, int *n);
+/* 1 when code names GPAR_BARRIER or GPAR_LOCAL (a group barrier or group-local memory). */
+GPAR__HIDDEN int gpar__kuses_group_memory(const char *code);
+/* A type's signature name ("f32") and element size in bytes. */
+GPAR__HIDDEN const char *gpar__ktype_name(int type);
+GPAR__HIDDEN size_t gpar__ktype_size(int type);
+/* The gpar_arg kind a scalar parameter of type takes (0: none, not a scalar type). */
+GPAR__HIDDEN int gpar__ktype_arg(int type);
+
+/* ---- dialect.c ---- */
+
+/* The dialect's portable part, written against what each backend's header defines. */
+GPAR__HIDDEN extern const char gpar__kernel_common[];
+
+/* ---- build.c ---- */
+
+/* k's build on dev, building it in the calling thread when it has none (memory cache, disk
+ * cache, compiler): GPAR_OK with *e READY, or the build's failure (GPAR_EBUILD, GPAR_ENOTSUP
+ * kept; others retried next time) with its message. */
+GPAR__HIDDEN int gpar__kernel_build_on(gpar__kernel *k, gpar__device *dev, gpar__kentry **e);
+/* eng's kernel state, created on first use; NULL (GPAR_ENOMEM) without memory. */
+GPAR__HIDDEN gpar__kstate *gpar__kstate_get(gpar_engine *eng);
+/* dev's kernel_target words into buf (computed once per device): GPAR_OK, or GPAR_ENOTSUP with
+ * the reason (in buf too). */
+GPAR__HIDDEN int gpar__kernel_target(gpar__kstate *ks, gpar__device *dev, char *buf, size_t cap);
+/* Free the builds (unloading their modules) and the kinds (gpar__kernel_shutdown). */
+GPAR__HIDDEN void gpar__kstate_free(gpar_engine *eng);
+
+/* ---- disk.c ---- */
+
+/* A 64-bit hash of n bytes (file names, memory keys, checksums), seeded. */
+GPAR__HIDDEN uint64_t gpar__khash(const void *p, size_t n, uint64_t seed);
+/* The entry for key (keylen bytes) in dir: GPAR_OK with *payload (malloc'ed, *len bytes) when
+ * the file exists and holds exactly this key and a payload that matches its checksum; else a
+ * status (GPAR_ENODEV: no entry; GPAR_EBACKEND: a corrupt or stale one, said in the message). */
+GPAR__HIDDEN int gpar__kdisk_load(const char *dir, const char *key, size_t keylen, void **payload, size_t *len);
+/* Store payload under key in dir (creating dir): a temporary file renamed over the entry, so
+ * readers see an old entry or the whole new one. Best effort: a failure is logged, not returned. */
+GPAR__HIDDEN void gpar__kdisk_store(const char *dir, const char *key, size_t keylen, const void *payload, size_t len);
+
+/* ---- launch.c ---- */
+
+/* The op kind of kernel name's launches, interned in ks (NULL without memory). */
+GPAR__HIDDEN const gpar__op_kind *gpar__klaunch_kind(gpar__kstate *ks, const char *name);
+/* Free ks's kinds (gpar__kstate_free). */
+GPAR__HIDDEN void gpar__klaunch_kinds_free(gpar__kstate *ks);
+
+#endif
