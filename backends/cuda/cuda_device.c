@@ -45,6 +45,7 @@ int gpar__cuda_open(const gpar_config *cfg, gpar__backend **bep, int *ndev) {
   be->tf32 = cfg ? cfg->tf32 : 0;
   be->lt = cfg ? cfg->cublaslt >= 0 : 1;
   be->comm_timeout = cfg && cfg->comm_timeout > 0 ? cfg->comm_timeout : 300.0;
+  snprintf(be->nvrtc, sizeof be->nvrtc, "%s", cfg && cfg->kernel_nvrtc ? cfg->kernel_nvrtc : "");
   *bep = be;
   *ndev = n;
   return GPAR_OK;

@@ -2,7 +2,7 @@
  * and the calls its files share, listed file by file from the bottom layer up. Included only by
  * the .c files of backends/cuda, never by core/.
  *
- * Layers (bottom first): cuda_errors.c cuda_device.c cuda_memory.c cuda_events.c cuda_blas_lt.c cuda_blas_cublas.c cuda_graph.c cuda_nccl.c cuda_table.c
+ * Layers (bottom first): cuda_errors.c cuda_device.c cuda_memory.c cuda_events.c cuda_blas_lt.c cuda_blas_cublas.c cuda_graph.c cuda_nccl.c cuda_kernel.c cuda_table.c
  *
  * A file calls only into files listed before it (and cudart, cuBLAS, cublasLt, NCCL):
  *   cuda_errors.c       cudart and cuBLAS/cublasLt statuses -> gpar statuses and messages
@@ -16,6 +16,8 @@
  *   cuda_graph.c        CUDA graphs: stream capture of the lanes
  *   cuda_nccl.c         NCCL collectives (built with NCCL only; keeps NCCL's own status mapping,
  *                       so that cuda_errors.c builds without NCCL)
+ *   cuda_kernel.c       kernels: NVRTC (loaded at run time) to cubins, cudaLibraryLoadData,
+ *                       cudaLaunchKernel (built with NVRTC's header only)
  *   cuda_table.c        gpar__cuda_backend: the table, and device open/close, which put the
  *                       layers together */
 #ifndef GPAR_CUDA_INTERNAL_H
@@ -36,6 +38,7 @@ struct gpar__backend {
   int tf32;
   int lt; /* 1: GEMMs through cached cublasLt plans (cuda_blas_lt.c); 0: cublasSgemm/Dgemm (GPAR_CUBLASLT=0) */
   double comm_timeout; /* GPAR_COMM_TIMEOUT, seconds: the longest an NCCL call may stay in progress (cuda_nccl.c) */
+  char nvrtc[256];     /* gpar_config.kernel_nvrtc: the NVRTC library kernels load ("": the default list) */
 };
 
 /* cuBLAS workspace per device, set by us so cuBLAS never allocates (and synchronises) on its own;
@@ -223,6 +226,20 @@ GPAR__HIDDEN int gpar__cuda_coll(gpar__bdev *dev, int lane, const gpar__coll_arg
 GPAR__HIDDEN void gpar__cuda_comm_destroy(void *comm) __attribute__((weak));
 GPAR__HIDDEN int gpar__cuda_comm_check(void *comm) __attribute__((weak));
 GPAR__HIDDEN void gpar__cuda_comm_abort(void *comm) __attribute__((weak));
+
+/* ---- cuda_kernel.c (built with NVRTC's header only: weak, NULL otherwise): the kernel entries ---- */
+
+GPAR__HIDDEN int gpar__cuda_kernel_target(gpar__bdev *dev, char *buf, size_t cap) __attribute__((weak));
+GPAR__HIDDEN int gpar__cuda_kernel_source(gpar__bdev *dev, const gpar__kernel_def *def, char **src, char *opts,
+                                          size_t optcap) __attribute__((weak));
+GPAR__HIDDEN int gpar__cuda_kernel_compile(gpar__bdev *dev, const char *src, const char *opts, void **bin, size_t *len,
+                                           char **log) __attribute__((weak));
+GPAR__HIDDEN int gpar__cuda_kernel_load(gpar__bdev *dev, const void *bin, size_t len, const char *name, void **module,
+                                        gpar__klimits *lim) __attribute__((weak));
+GPAR__HIDDEN void gpar__cuda_kernel_unload(gpar__bdev *dev, void *module) __attribute__((weak));
+GPAR__HIDDEN int gpar__cuda_kernel_launch(gpar__bdev *dev, int lane, void *module, const gpar__kernel_launch *l)
+    __attribute__((weak));
+GPAR__HIDDEN int gpar__cuda_kernel_host_ptr(gpar__bdev *dev, void *ptr, void **mem) __attribute__((weak));
 
 /* ---- cuda_table.c: gpar__cuda_backend (core/backend.h) ---- */
 

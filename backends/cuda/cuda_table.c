@@ -91,4 +91,11 @@ const gpar__backend_ops gpar__cuda_backend = {
     .graph_launch = gpar__cuda_graph_launch,
     .graph_destroy = gpar__cuda_graph_destroy,
     .graph_copy_ok = gpar__cuda_graph_copy_ok,
+    .kernel_target = gpar__cuda_kernel_target,
+    .kernel_source = gpar__cuda_kernel_source,
+    .kernel_compile = gpar__cuda_kernel_compile,
+    .kernel_load = gpar__cuda_kernel_load,
+    .kernel_unload = gpar__cuda_kernel_unload,
+    .kernel_launch = gpar__cuda_kernel_launch,
+    .kernel_host_ptr = gpar__cuda_kernel_host_ptr,
 };
