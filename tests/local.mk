@@ -99,6 +99,15 @@ GPAR_TAP_TESTS += tests/cuda_gemm_lt
 tests_cuda_gemm_lt_SOURCES = tests/cuda_gemm_lt.c $(GPAR_TEST_HDRS)
 tests_cuda_gemm_lt_LDADD = libgpar.la -lm
 
+# ---- Portable kernels (gpar_kernel_*): conformance on every device of every backend, errors,
+# caches, the engine (dependencies, graphs, lifetimes), a CUDA device fault. Shared helpers in
+# tests/kernel_util.h.
+GPAR_KERNEL_TESTS = tests/kernel
+GPAR_TAP_TESTS += $(GPAR_KERNEL_TESTS)
+tests_kernel_SOURCES = tests/kernel.c tests/kernel_util.h $(GPAR_TEST_HDRS)
+tests_kernel_LDADD = libgpar.la -lm
+# ---- end of the kernel tests
+
 # ---- Array ops (core/array/): conformance on every device, bad input, the training step ----
 GPAR_TAP_TESTS += tests/array
 tests_array_SOURCES = tests/array.c tests/array_ref.h $(GPAR_TEST_HDRS)
@@ -110,4 +119,3 @@ GPAR_TAP_TESTS += tests/array_train
 tests_array_train_SOURCES = tests/array_train.c $(GPAR_TRAIN_SOURCES) $(GPAR_TEST_HDRS)
 tests_array_train_LDADD = libgpar.la -lm
 # ---- end of the array ops ----
-

@@ -311,6 +311,8 @@ typedef void (*host_entry)(const uint32_t *grid, uint64_t first, uint64_t count,
 typedef struct host_module {
   void *dl;
   host_entry fn;
+  int fd; /* the memfd it was loaded from, open while loaded: dlopen knows objects by path, and a
+             closed fd's number (so its /proc/self/fd path) would come back for the next kernel */
 } host_module;
 
 int gpar__host_kernel_load(gpar__bdev *dev, const void *bin, size_t len, const char *name, void **module,
@@ -327,9 +329,10 @@ int gpar__host_kernel_load(gpar__bdev *dev, const void *bin, size_t len, const c
   }
   snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
   m->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  close(fd); /* the mapping stays */
+  m->fd = fd;
   if (!m->dl) {
     const char *why = dlerror();
+    close(fd);
     free(m);
     return gpar__errorf(GPAR_EBACKEND, "host kernels: dlopen: %s", why ? why : "failed");
   }
@@ -337,6 +340,7 @@ int gpar__host_kernel_load(gpar__bdev *dev, const void *bin, size_t len, const c
   *(void **)&m->fn = dlsym(m->dl, sym);
   if (!m->fn) {
     dlclose(m->dl);
+    close(fd);
     free(m);
     return gpar__errorf(GPAR_EBACKEND, "host kernels: no symbol %s in the shared object", sym);
   }
@@ -349,6 +353,7 @@ void gpar__host_kernel_unload(gpar__bdev *dev, void *module) {
   (void)dev;
   host_module *m = module;
   dlclose(m->dl);
+  close(m->fd);
   free(m);
 }
 
