@@ -75,6 +75,7 @@ static void usage(FILE *f) {
           "  report        report A.json B.json ...: merges sweep records (backends, machines)\n"
           "                into Markdown on stdout, with SVG charts in --outdir\n"
           BENCH_COMM_USAGE
+          BENCH_ARRAY_USAGE
           "\n"
           "Options:\n"
           "  --backend B      host, cuda or opencl (default: first backend with a GPU, else\n"
@@ -245,6 +246,7 @@ int main(int argc, char **argv) {
     return rc;
   } else if (bench_comm_subcommand(ctx.o.subcommand, &run)) { /* tools/bench_comm.c */
     all_devices = 1;
+  } else if (bench_array_subcommand(ctx.o.subcommand, &run, &all_devices)) { /* tools/bench_array.c */
   } else {
     fprintf(stderr, "gpar-bench: unknown subcommand '%s'\n", ctx.o.subcommand);
     usage(stderr);

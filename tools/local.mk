@@ -17,8 +17,9 @@ tools_gpar_bench_SOURCES = tools/gpar-bench.c \
 	tools/bench_report.c tools/bench_comm.c \
 	tools/bench_devices.c tools/bench_json.c tools/bench_meta.c tools/bench_chart.c \
 	tools/bench_trace.c tools/bench_common.c tools/bench_common.h \
-	tools/raw.h tools/raw_host.c tools/raw_nccl.h
-TOOLS_RAW_CPPFLAGS =
+	tools/raw.h tools/raw_host.c tools/raw_nccl.h \
+	tools/bench_array.c tools/bench_train.c tools/raw_array.h tools/raw_array_host.c $(GPAR_TRAIN_SOURCES)
+TOOLS_RAW_CPPFLAGS = -I$(top_srcdir)/examples
 TOOLS_RAW_LIBS =
 if HAVE_CUDA
 tools_gpar_bench_SOURCES += tools/raw_cuda.c
@@ -30,12 +31,18 @@ tools_gpar_bench_SOURCES += tools/raw_nccl.c
 TOOLS_RAW_CPPFLAGS += $(NCCL_CPPFLAGS)
 TOOLS_RAW_LIBS += $(NCCL_LDFLAGS) $(NCCL_LIBS)
 endif
+# The hand kernels of `gpar-bench array` on CUDA are built by NVRTC, linked into gpar-bench
+# (libgpar itself loads NVRTC at run time).
+if HAVE_NVRTC
+tools_gpar_bench_SOURCES += tools/raw_array_cuda.c
+TOOLS_RAW_LIBS += -lnvrtc
+endif
 if HAVE_OPENCL
-tools_gpar_bench_SOURCES += tools/raw_opencl.c
+tools_gpar_bench_SOURCES += tools/raw_opencl.c tools/raw_array_opencl.c
 TOOLS_RAW_CPPFLAGS += $(OPENCL_CFLAGS) -DCL_TARGET_OPENCL_VERSION=120
 TOOLS_RAW_LIBS += $(OPENCL_LIBS)
 endif
-EXTRA_DIST += tools/raw_cuda.c tools/raw_opencl.c tools/raw_nccl.c
+EXTRA_DIST += tools/raw_cuda.c tools/raw_opencl.c tools/raw_nccl.c tools/raw_array_cuda.c tools/raw_array_opencl.c
 # `gpar-bench report` reads JSON with jansson; without it the subcommand says it was not built.
 if HAVE_JANSSON
 TOOLS_RAW_CPPFLAGS += -DGPAR_HAVE_JANSSON=1 $(JANSSON_CFLAGS)
