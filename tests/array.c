@@ -2,7 +2,8 @@
  * memory), against the plain references of array_ref.h: unary and binary ops over ranges with
  * offsets, broadcasts per row and per column, reductions of ranges and matrices over odd and
  * empty sizes (and the same bits twice), softmax cross-entropy with its gradient, argmax, in
- * place, NaN and infinity where gpar.h defines them; f32, f64, f16 and bf16. */
+ * place, NaN and infinity where gpar.h defines them; f32, f64, f16 and bf16; elementwise maps
+ * (byte offsets, f16/bf16, integer types with the index, in place, a compile error). */
 #include <math.h>
 #include "array_ref.h"
 #include "testutil.h"
@@ -401,6 +402,115 @@ static void test_argmax(int dev, const char *name, int dt) {
   ok(good, "%s: argmax %s per column, ties (first row), NaN (first NaN), m == 0 (-1)", name, ar_name(dt));
 }
 
+
+/* The integer map: q = p * k + c + i over i32, u64, u8 into i64, exact. */
+static void test_map_ints(int dev, const char *name, gpar_map m, size_t n) {
+  int32_t *p = malloc(sizeof *p * n);
+  uint8_t *c = malloc(n);
+  int64_t *q = malloc(sizeof *q * n);
+  for (size_t i = 0; i < n; i++) p[i] = (int32_t)(tu_rand(&rs) % 200001) - 100000, c[i] = (uint8_t)tu_rand(&rs);
+  gpar_buffer bp = tu_buffer(eng, dev, n * 4), bc = tu_buffer(eng, dev, n), bq = tu_buffer(eng, dev, n * 8);
+  gpar_write(bp, 0, p, n * 4);
+  gpar_write(bc, 0, c, n);
+  gpar_arg a[4] = {gpar_arg_buffer(bp, 0), gpar_arg_u64(3000000000ull), gpar_arg_buffer(bq, 0), gpar_arg_buffer(bc, 0)};
+  int st = gpar_map_launch(m, n, a, 4), good;
+  if (st == GPAR_OK) st = gpar_read(bq, 0, q, n * 8);
+  good = st == GPAR_OK;
+  for (size_t i = 0; i < n && good; i++)
+    if (q[i] != (int64_t)p[i] * 3000000000ll + c[i] + (int64_t)i) good = 0, diag("  ints: q[%zu] = %lld", i, (long long)q[i]);
+  ok(good, "%s: map over i32, u64, u8 into i64 with the index i, exact (%s)", name, gpar_status_name(st));
+  gpar_buffer_release(bp), gpar_buffer_release(bc), gpar_buffer_release(bq);
+  free(p), free(c), free(q);
+}
+
+/* A map whose expression does not compile: GPAR_EBUILD at its launch, with the compiler's log. */
+static void test_map_build_error(int dev, const char *name) {
+  gpar_map m;
+  gpar_kernel k;
+  char log[4096] = "";
+  size_t len = 0;
+  int st = gpar_map_create(eng, "broken", "in f32 x, out f32 y", "y = x +", &m);
+  gpar_buffer bx = tu_buffer(eng, dev, 64), by = tu_buffer(eng, dev, 64);
+  gpar_arg a[2] = {gpar_arg_buffer(bx, 0), gpar_arg_buffer(by, 0)};
+  if (st == GPAR_OK) st = gpar_map_launch(m, 16, a, 2);
+  int dev_index = dev == GPAR_HOST ? gpar_device_find(eng, GPAR_BACKEND_HOST, -1, 0) : dev;
+  if (gpar_map_kernel(m, &k) == GPAR_OK) gpar_kernel_log(k, dev_index, log, sizeof log, &len);
+  ok(st == GPAR_EBUILD && len > 0, "%s: a map that does not compile: GPAR_EBUILD at the launch, log of %zu bytes (%s)", name,
+     len, gpar_status_name(st));
+  gpar_map_release(m);
+  gpar_buffer_release(bx), gpar_buffer_release(by);
+}
+
+/* A map's outputs against want within rel (of |want|) + abs; diagnostics name the map. */
+static int map_check(const double *got, const double *want, size_t n, double rel, double abs, const char *what) {
+  for (size_t i = 0; i < n; i++)
+    if (!ar_close(got[i], want[i], rel, abs)) {
+      diag("  map %s: element %zu is %.17g, want %.17g", what, i, got[i], want[i]);
+      return 0;
+    }
+  return 1;
+}
+
+/* Elementwise maps: f32 saxpy at byte offsets, f16/bf16 in and out, integer types with the
+ * index i, an f64 in place with the count n, n == 0, and a body that does not compile. */
+static void test_map(int dev, const char *name) {
+  const size_t n = 1000;
+  double *x = malloc(sizeof *x * (n + 8)), *y = malloc(sizeof *y * (n + 8)), *want = malloc(sizeof *want * n),
+         *got = malloc(sizeof *got * (n + 8));
+  gpar_map m[4];
+  int st = gpar_map_create(eng, "saxpy", "f32 a, in f32 x, inout f32 y", "y = a * x + y", &m[0]);
+  if (!st) st = gpar_map_create(eng, "halves", "in f16 h, in bf16 b, out f32 s, out f16 p", "s = h + b; p = h * b", &m[1]);
+  if (!st) st = gpar_map_create(eng, "ints", "in i32 p, u64 k, out i64 q, in u8 c", "q = (gpar_i64)p * (gpar_i64)k + c + (gpar_i64)i", &m[2]);
+  if (!st) st = gpar_map_create(eng, "inplace", "inout f64 z", "z = sqrt(z) + (gpar_f64)n", &m[3]);
+  is_status(st, GPAR_OK, "map_create: four maps");
+  if (st) return;
+  for (size_t i = 0; i < n + 8; i++) x[i] = ar_round(GPAR_FLOAT, uni(-4, 4)), y[i] = ar_round(GPAR_FLOAT, uni(-4, 4));
+  for (size_t i = 0; i < n; i++) want[i] = ar_round(GPAR_FLOAT, 0.5f * (float)x[2 + i] + (float)y[3 + i]);
+  gpar_buffer bx = put(dev, GPAR_FLOAT, x, n + 8), by = put(dev, GPAR_FLOAT, y, n + 8);
+  gpar_arg a0[3] = {gpar_arg_f32(0.5f), gpar_arg_buffer(bx, 8), gpar_arg_buffer(by, 12)};
+  st = gpar_map_launch(m[0], n, a0, 3);
+  if (st == GPAR_OK) st = get(by, GPAR_FLOAT, n + 8, got);
+  ok(st == GPAR_OK && map_check(got + 3, want, n, 2 * 0x1p-23, 1e-30, "saxpy") && got[0] == y[0] && got[n + 3] == y[n + 3],
+     "%s: map saxpy f32 at byte offsets (%s)", name, gpar_status_name(st));
+  /* f16 and bf16 in, f32 and f16 out */
+  gpar_buffer bh = put(dev, GPAR_HALF, x, n), bb = put(dev, GPAR_BFLOAT16, y, n), bs = put(dev, GPAR_FLOAT, NULL, n),
+              bp = put(dev, GPAR_HALF, NULL, n);
+  gpar_arg a1[4] = {gpar_arg_buffer(bh, 0), gpar_arg_buffer(bb, 0), gpar_arg_buffer(bs, 0), gpar_arg_buffer(bp, 0)};
+  st = gpar_map_launch(m[1], n, a1, 4);
+  double *got2 = malloc(sizeof *got2 * n), *want2 = malloc(sizeof *want2 * n);
+  for (size_t i = 0; i < n; i++) {
+    double h = ar_round(GPAR_HALF, x[i]), b = ar_round(GPAR_BFLOAT16, y[i]);
+    want[i] = ar_round(GPAR_FLOAT, h + b), want2[i] = ar_round(GPAR_HALF, (float)h * (float)b);
+  }
+  if (st == GPAR_OK) st = get(bs, GPAR_FLOAT, n, got);
+  if (st == GPAR_OK) st = get(bp, GPAR_HALF, n, got2);
+  ok(st == GPAR_OK && map_check(got, want, n, 0x1p-23, 0, "f16+bf16") && map_check(got2, want2, n, 0x1p-10, 0x1p-24, "f16*bf16"),
+     "%s: map over f16 and bf16 in, f32 and f16 out (%s)", name, gpar_status_name(st));
+  free(got2), free(want2);
+  gpar_buffer_release(bh), gpar_buffer_release(bb), gpar_buffer_release(bs), gpar_buffer_release(bp);
+  test_map_ints(dev, name, m[2], n);
+  /* f64 in place, the count n in the expression */
+  for (size_t i = 0; i < n; i++) x[i] = uni(0, 100), want[i] = sqrt(x[i]) + (double)n;
+  gpar_buffer bz = put(dev, GPAR_DOUBLE, x, n);
+  gpar_arg a3[1] = {gpar_arg_buffer(bz, 0)};
+  st = gpar_map_launch(m[3], n, a3, 1);
+  if (st == GPAR_OK) st = get(bz, GPAR_DOUBLE, n, got);
+  if (st == GPAR_ENOTSUP)
+    printf("ok %d # SKIP %s: map f64 in place: no fp64 on this device\n", ++tap_count, name);
+  else
+    ok(st == GPAR_OK && map_check(got, want, n, 4 * 0x1p-52, 0, "f64"), "%s: map f64 in place with n (%s)", name,
+       gpar_status_name(st));
+  gpar_stats s0, s1;
+  gpar_stats_get(eng, &s0);
+  is_status(gpar_map_launch(m[0], 0, a0, 3), GPAR_OK, "map launch over n == 0");
+  gpar_stats_get(eng, &s1);
+  ok(s1.ops_submitted == s0.ops_submitted, "%s: ... enqueues nothing", name);
+  gpar_buffer_release(bx), gpar_buffer_release(by), gpar_buffer_release(bz);
+  for (int k = 0; k < 4; k++) gpar_map_release(m[k]);
+  free(x), free(y), free(want), free(got);
+  test_map_build_error(dev, name);
+}
+
 static void run_device(int dev, const char *name) {
   for (int t = 0; t < 4; t++) {
     int dt = dtypes[t];
@@ -414,6 +524,7 @@ static void run_device(int dev, const char *name) {
     test_softmax(dev, name, dt);
     test_argmax(dev, name, dt);
   }
+  test_map(dev, name);
   is_status(gpar_wait_all(eng), GPAR_OK, "wait_all");
 }
 

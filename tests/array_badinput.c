@@ -2,9 +2,12 @@
  * (gpar_stats.ops_submitted unchanged): unknown ops, axes and element types, negative sizes and
  * short leading dimensions, ranges past the end and offsets that overflow, overlaps that are not
  * exactly in place, null, released and foreign handles, operands on another device; zero-size
- * elementwise calls succeed with nothing enqueued; the engine works on afterwards. */
+ * elementwise calls succeed with nothing enqueued; maps: parameter lists that do not parse (the
+ * column named), launches with wrong counts, kinds, offsets and ranges, stale and foreign maps;
+ * the engine works on afterwards. */
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 #include "testutil.h"
 
 static gpar_engine *eng;
@@ -135,6 +138,56 @@ static void test_devices(int d1, gpar_buffer x) {
   gpar_buffer_release(o);
 }
 
+
+/* Maps: parameter lists that do not parse (with the column), launches with wrong arguments. */
+static void test_maps(int d1, gpar_buffer x, gpar_buffer y, gpar_engine *other, gpar_buffer foreign) {
+  gpar_map m, bad = {0};
+  const char *lists[] = {"in f32 x", "in f33 x, out f32 y", "out f32 i", "outt f32 y", "out f32 y, in f32 y",
+                         "out f32 y, in f32 y_p, in f32 y", "out f32 y,, in f32 x", "f16 s, out f32 y", "out f32 y x z"};
+  for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
+    char what[96];
+    snprintf(what, sizeof what, "map_create: \"%s\" refused", lists[i]);
+    REFUSE(GPAR_EINVAL, gpar_map_create(eng, "m", lists[i], "y = 1", &bad), "%s", what);
+  }
+  REFUSE(GPAR_EINVAL, gpar_map_create(eng, "m", "in f33 x, out f32 y", "y = 1", &bad), "map_create: ... *map null: %s",
+         bad.id == 0 ? "yes" : "no");
+  ok(strstr(gpar_last_error(), "column 4") != NULL, "map_create: the message names the column (%s)", gpar_last_error());
+  REFUSE(GPAR_EINVAL, gpar_map_create(eng, "2bad", "out f32 y", "y = 1", &bad), "map_create: a name that is no identifier");
+  is_status(gpar_map_create(eng, "axpy", "f32 a, in f32 x, inout f32 y", "y = a * x + y", &m), GPAR_OK, "map_create: axpy");
+  gpar_arg a[3] = {gpar_arg_f32(2), gpar_arg_buffer(x, 0), gpar_arg_buffer(y, 0)};
+  REFUSE(GPAR_EINVAL, gpar_map_launch(m, 16, a, 2), "map_launch: 2 arguments for 3 parameters");
+  a[0] = gpar_arg_f64(2);
+  REFUSE(GPAR_EINVAL, gpar_map_launch(m, 16, a, 3), "map_launch: f64 given for an f32 scalar");
+  a[0] = gpar_arg_f32(2), a[1] = gpar_arg_f32(1);
+  REFUSE(GPAR_EINVAL, gpar_map_launch(m, 16, a, 3), "map_launch: a scalar given for an array");
+  a[1] = gpar_arg_buffer(x, 2);
+  REFUSE(GPAR_EINVAL, gpar_map_launch(m, 16, a, 3), "map_launch: byte offset 2 of an f32 array");
+  a[1] = gpar_arg_buffer(x, 8);
+  REFUSE(GPAR_ERANGE, gpar_map_launch(m, 255, a, 3), "map_launch: n elements past the end of x");
+  a[1] = gpar_arg_buffer(y, 4);
+  REFUSE(GPAR_EALIAS, gpar_map_launch(m, 16, a, 3), "map_launch: y overlaps x shifted by one");
+  a[1] = gpar_arg_buffer(foreign, 0);
+  REFUSE(GPAR_EENGINE, gpar_map_launch(m, 16, a, 3), "map_launch: x of another engine");
+  a[1] = gpar_arg_buffer((gpar_buffer){0, 0}, 0);
+  REFUSE(GPAR_EBADBUF, gpar_map_launch(m, 16, a, 3), "map_launch: null x");
+  gpar_buffer o = d1 >= 0 ? tu_buffer(eng, d1, 1024) : x;
+  a[1] = gpar_arg_buffer(o, 0);
+  if (d1 >= 0) REFUSE(GPAR_EINVAL, gpar_map_launch(m, 16, a, 3), "map_launch: x on another device than y");
+  else skip(1, "one device only");
+  a[1] = gpar_arg_buffer(x, 0);
+  REFUSE(GPAR_OK, gpar_map_launch(m, 0, a, 3), "map_launch: n == 0, nothing enqueued");
+  gpar_map om;
+  is_status(gpar_map_create(other, "axpy", "f32 a, in f32 x, inout f32 y", "y = a * x + y", &om), GPAR_OK, "map on another engine");
+  REFUSE(GPAR_EENGINE, gpar_map_launch(om, 16, a, 3), "map_launch: a map of another engine than its buffers");
+  gpar_map_release(om);
+  is_status(gpar_map_launch(m, 16, a, 3), GPAR_OK, "map_launch: the good launch after the refusals");
+  is_status(gpar_map_release(m), GPAR_OK, "map_release");
+  REFUSE(GPAR_EINVAL, gpar_map_launch(m, 16, a, 3), "map_launch: released map");
+  REFUSE(GPAR_EINVAL, gpar_map_release(m), "map_release: twice");
+  REFUSE(GPAR_EINVAL, gpar_map_launch((gpar_map){m.id ^ 1}, 16, a, 3), "map_launch: forged handle");
+  if (d1 >= 0) gpar_buffer_release(o);
+}
+
 int main(void) {
   tap_start();
   eng = tu_engine(0, 0, 0);
@@ -155,6 +208,7 @@ int main(void) {
     test_devices(d1, x);
   else
     skip(5, "one device only: no operands on two devices");
+  test_maps(d1, x, y, other, foreign);
   /* the engine works on: one good call of each kind runs */
   float h[16];
   is_status(gpar_unary(GPAR_UN_NEG, GPAR_FLOAT, 16, x, 0, y, 0), GPAR_OK, "a good unary after the refusals");
