@@ -110,9 +110,8 @@ typedef struct gpar__coll_args {
   int warned; /* core: the watchdog has reported it */
 } gpar__coll_args;
 
-/* Kernels (core/kernel/ parses a kernel's signature, checks launches and caches builds; a
- * backend turns a kernel into its source, compiles, loads and launches it). Parameter types
- * and directions: */
+/* Kernels: core/kernel/ parses signatures, checks launches, caches builds; a backend makes the
+ * source, compiles, loads and launches. Parameter types and directions: */
 enum {
   GPAR__KT_I8, GPAR__KT_U8, GPAR__KT_I16, GPAR__KT_U16, GPAR__KT_I32, GPAR__KT_U32, GPAR__KT_I64, GPAR__KT_U64,
   GPAR__KT_F16, GPAR__KT_BF16, GPAR__KT_F32, GPAR__KT_F64, GPAR__KT_NTYPES
@@ -137,9 +136,8 @@ typedef struct gpar__kernel_def {
 typedef struct gpar__klimits {
   uint32_t max_group_size, max_group_dims[3], max_groups[3], multiple;
 } gpar__klimits;
-/* One argument: a buffer as (memory, byte offset in bits), memory being what mem_alloc returned
- * or what kernel_host_ptr gave for GPAR_HOST memory; a scalar's value in the low bytes of bits
- * (mem NULL). */
+/* An argument: a buffer as (memory: mem_alloc's, or kernel_host_ptr's for GPAR_HOST memory; its
+ * byte offset in bits), or a scalar's value in bits' low bytes (mem NULL). */
 typedef struct gpar__karg {
   void *mem;
   uint64_t bits;
@@ -281,19 +279,17 @@ typedef struct gpar__backend_ops {
    * output (*log malloc'ed, or NULL). GPAR_EBUILD when the compiler rejects the source, its
    * message the first error lines. */
   int (*kernel_compile)(gpar__bdev *dev, const char *src, const char *opts, void **bin, size_t *len, char **log);
-  /* Load a binary that kernel_compile made (perhaps in another process, from the disk cache) and
-   * find kernel def_name's entry point: *module, and its limits. A failure (a stale or foreign
-   * binary) makes the core compile from source again. */
+  /* Load a binary kernel_compile made (maybe in another process: the disk cache) and find kernel
+   * name's entry point: *module, and its limits. A failure makes the core compile again. */
   int (*kernel_load)(gpar__bdev *dev, const void *bin, size_t len, const char *name, void **module,
                      gpar__klimits *lim);
   /* Free a module (no launch of it in flight). */
   void (*kernel_unload)(gpar__bdev *dev, void *module);
-  /* Enqueue the launch on the lane (GPU backends: the dispatcher thread), or run it (host: on a
-   * CPU worker, several workers at once on disjoint ranges of groups). */
+  /* Enqueue the launch on the lane (GPU: the dispatcher thread), or run it (host: a CPU worker,
+   * several at once on disjoint ranges of groups). */
   int (*kernel_launch)(gpar__bdev *dev, int lane, void *module, const gpar__kernel_launch *l);
-  /* Optional: the memory a kernel on dev is given for the GPAR_HOST memory at ptr (CUDA: its
-   * mapped address), or a failure saying why it cannot reach it; NULL: GPAR_HOST memory is
-   * refused. */
+  /* Optional: what a kernel on dev is given for GPAR_HOST memory at ptr (CUDA: its mapped
+   * address), or why it cannot reach it; NULL: GPAR_HOST memory is refused. */
   int (*kernel_host_ptr)(gpar__bdev *dev, void *ptr, void **mem);
   /* 1: a module serves only the device that loaded it (OpenCL: a program built for one device);
    * 0: every device of the same target (kernel_target's words) may launch it (CUDA, host). */

@@ -543,7 +543,8 @@ GPAR_API int gpar_graph_destroy(gpar_graph *graph);
  * writes, as other ops' failures do: gpar_wait on them reports it.
  *
  * Builds happen in the calling thread, never on an engine thread: gpar_kernel_build, or the
- * first launch (or gpar_kernel_info) on a device. Each build is cached in the engine's memory
+ * first launch (or gpar_kernel_info) on a device; from inside an op (a user function), a kernel
+ * with no build for the device is GPAR_EDEADLK (build it before). Each build is cached in the engine's memory
  * (per device target: another kernel with the same text on a device of the same target is a
  * hit) and on disk (gpar_config.kernel_cache_dir), keyed by everything that changes the binary:
  * the generated source, compile options, the dialect and libgpar versions, the target (CUDA:
@@ -666,7 +667,8 @@ GPAR_API int gpar_kernel_info(gpar_kernel kernel, int dev, gpar_kernel_props *pr
 GPAR_API int gpar_kernel_log(gpar_kernel kernel, int dev, char *buf, size_t cap, size_t *len);
 /* Copy the whole source libgpar generates for the kernel on device dev (dialect header,
  * preamble, entry point), each line prefixed with its number as the compiler counts it
- * ("%5d  "), into buf as gpar_kernel_log does. Needs no build. */
+ * ("%5d  "), into buf as gpar_kernel_log does. Needs no build; GPAR_ENOTSUP (as a build) where
+ * the device cannot run the kernel. */
 GPAR_API int gpar_kernel_source(gpar_kernel kernel, int dev, char *buf, size_t cap, size_t *len);
 /* Whether device dev can build kernels, and with what: GPAR_OK with e.g. "NVRTC 13.0, sm_90",
  * "OpenCL C 1.2, PoCL ..." or "cc: gcc (Debian 12.2.0-14) 12.2.0" in buf; GPAR_ENOTSUP with the

@@ -102,10 +102,18 @@ tests_cuda_gemm_lt_LDADD = libgpar.la -lm
 # ---- Portable kernels (gpar_kernel_*): conformance on every device of every backend, errors,
 # caches, the engine (dependencies, graphs, lifetimes), a CUDA device fault. Shared helpers in
 # tests/kernel_util.h.
-GPAR_KERNEL_TESTS = tests/kernel
+GPAR_KERNEL_TESTS = tests/kernel tests/kernel_errors tests/kernel_cache tests/kernel_engine tests/kernel_cuda_fault
 GPAR_TAP_TESTS += $(GPAR_KERNEL_TESTS)
 tests_kernel_SOURCES = tests/kernel.c tests/kernel_util.h $(GPAR_TEST_HDRS)
 tests_kernel_LDADD = libgpar.la -lm
+tests_kernel_errors_SOURCES = tests/kernel_errors.c tests/kernel_util.h $(GPAR_TEST_HDRS)
+tests_kernel_errors_LDADD = libgpar.la
+tests_kernel_cache_SOURCES = tests/kernel_cache.c tests/kernel_util.h $(GPAR_TEST_HDRS)
+tests_kernel_cache_LDADD = libgpar.la
+tests_kernel_engine_SOURCES = tests/kernel_engine.c tests/kernel_util.h $(GPAR_TEST_HDRS)
+tests_kernel_engine_LDADD = libgpar.la
+tests_kernel_cuda_fault_SOURCES = tests/kernel_cuda_fault.c tests/kernel_util.h $(GPAR_TEST_HDRS)
+tests_kernel_cuda_fault_LDADD = libgpar.la
 # ---- end of the kernel tests
 
 # ---- Array ops (core/array/): conformance on every device, bad input, the training step ----

@@ -1,6 +1,6 @@
 /* bench_common.h: what the parts of gpar-bench share: options, the selected devices, timing,
  * statistics over --repeat runs, the JSON result writer and the raw-baseline lookup. Layers, top
- * down: gpar-bench.c (main) -> the subcommands (bench_exp, bench_gemm, bench_overhead,
+ * down: gpar-bench.c (main) -> the subcommands (bench_exp, bench_gemm, bench_overhead, bench_kernel,
  * bench_sweep, bench_report, bench_comm) -> bench_devices, bench_meta, bench_chart, bench_trace
  * -> bench_json -> bench_common; the raw loops (raw_*.c, raw.h) stand alone. */
 #ifndef GPAR_TOOLS_BENCH_COMMON_H
@@ -139,6 +139,9 @@ int bench_multi_device(bench_ctx *ctx); /* bench_exp.c */
 int bench_copy_overlap(bench_ctx *ctx); /* bench_exp.c */
 int bench_gemm(bench_ctx *ctx);         /* bench_gemm.c */
 int bench_overhead(bench_ctx *ctx);     /* bench_overhead.c */
+int bench_kernel(bench_ctx *ctx);       /* bench_kernel.c */
+/* gpar-bench --kernel-child DIR BACKENDS DEV ROUND PID: a build in a new process (bench_kernel.c). */
+int bench_kernel_child(int argc, char **argv);
 /* overhead --workers "2,4,8,16" -> asked[] (0: one worker per core); the count, or -1 after
  * printing why. */
 #define BENCH_MAX_WORKER_COUNTS 16

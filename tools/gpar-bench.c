@@ -69,6 +69,11 @@ static void usage(FILE *f) {
           "                64-buffer pool, chain, fan-in 8 -> 1) next to a direct call and a thread\n"
           "                hand-off, in rounds (--repeat, default 5) that run them all in turn;\n"
           "                --iters = ops per case and round (default 200000); --workers, --breakdown\n"
+          "  kernel        portable kernels (gpar_kernel_*) next to the same kernels written against\n"
+          "                the vendor API: a tiny kernel's launches eager and in a graph, saxpy's\n"
+          "                bandwidth over --sizes (2^16..2^28 on GPUs, ..2^24 elsewhere; 20 = 2^20),\n"
+          "                builds (cold, memory hit, disk hit, new process), two devices at once;\n"
+          "                --repeat rounds (default 5), --iters tiny launches per round\n"
           "  sweep         multi-device and copy-overlap (with the raw loop) over a range of sizes,\n"
           "                on one backend (--backend) or on every device group of every backend;\n"
           "                prints a table, writes --json and an SVG chart (--svg)\n"
@@ -134,6 +139,7 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+  if (argc == 7 && !strcmp(argv[1], "--kernel-child")) return bench_kernel_child(argc, argv); /* (bench_kernel.c) */
   bench_ctx ctx;
   memset(&ctx, 0, sizeof ctx);
   ctx.host_dev = GPAR_HOST;
@@ -240,6 +246,8 @@ int main(int argc, char **argv) {
     ctx.o.raw = 1; /* gemm always times the vendor call next to libgpar */
   } else if (!strcmp(ctx.o.subcommand, "overhead")) {
     run = bench_overhead;
+  } else if (!strcmp(ctx.o.subcommand, "kernel")) {
+    run = bench_kernel;
   } else if (!strcmp(ctx.o.subcommand, "sweep")) {
     int rc = bench_sweep(&ctx);
     free(ctx.seen);
@@ -294,7 +302,7 @@ int main(int argc, char **argv) {
     if (st != GPAR_OK) rc = 1;
     ctx.n = ctx.o.size ? ctx.o.size : ctx.any_gpu ? 4000 : 512;
     ctx.iters = ctx.o.iters ? ctx.o.iters : ctx.any_gpu ? 50 : 10;
-    ctx.repeat = ctx.o.repeat ? ctx.o.repeat : 1;
+    ctx.repeat = ctx.o.repeat ? ctx.o.repeat : run == bench_kernel ? 5 : 1;
   }
 
   if (!rc && ctx.o.json_path) {

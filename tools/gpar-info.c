@@ -1,5 +1,6 @@
 /* gpar-info: lists every device of libgpar's flat device list in one table (think clinfo -l and
- * nvidia-smi -L together), then each backend's device count or why it has none, then the
+ * nvidia-smi -L together), then each backend's device count or why it has none, what builds
+ * kernels on each device (NVRTC and the sm_XY, the OpenCL C version, the host compiler), then the
  * peer-access matrix. Exits 0 even when only the CPU exists. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,8 +19,9 @@ static const char *type_name(gpar_device_type t) {
 static void usage(FILE *f) {
   fprintf(f, "usage: gpar-info [-h]\n"
              "Lists libgpar's devices (every built backend: host, cuda, opencl), each backend's\n"
-             "device count or why it has none, and the peer-access matrix ('P': direct copies\n"
-             "from the row device to the column device).\n"
+             "device count or why it has none, what builds kernels on each device (NVRTC\n"
+             "version and sm_XY, OpenCL C version, host compiler) or why nothing can, and the\n"
+             "peer-access matrix ('P': direct copies from the row device to the column device).\n"
              "Environment: GPAR_BACKENDS=host,cuda,opencl limits the backends probed.\n");
 }
 
@@ -96,6 +98,14 @@ int main(int argc, char **argv) {
       printf("  %-7s ? (gpar_backend_status: %s)\n", backends[b].name, gpar_status_name(st));
     else
       printf("  %-7s %d device%s%s%s\n", backends[b].name, nb, nb == 1 ? "" : "s", *why ? ": " : "", why);
+  }
+
+  /* Kernels: what builds them on each device (gpar_kernel_support), or why nothing can. */
+  printf("\nkernels (gpar_kernel_*: what builds them)\n");
+  for (int d = 0; d < n; d++) {
+    char what[512];
+    st = gpar_kernel_support(eng, d, what, sizeof what);
+    printf("  %-3d %s%s\n", d, st == GPAR_OK ? "" : "no: ", what);
   }
 
   /* Peer-access matrix: row = source device, column = destination. */

@@ -13,11 +13,11 @@ tools_gpar_info_LDADD = libgpar.la
 # shared helpers below them (bench_devices, bench_json, bench_meta, bench_chart, bench_trace,
 # bench_common) and the raw loops (raw_*.c); nothing calls back up into gpar-bench.c.
 tools_gpar_bench_SOURCES = tools/gpar-bench.c \
-	tools/bench_exp.c tools/bench_gemm.c tools/bench_overhead.c tools/bench_sweep.c \
+	tools/bench_exp.c tools/bench_gemm.c tools/bench_overhead.c tools/bench_kernel.c tools/bench_sweep.c \
 	tools/bench_report.c tools/bench_comm.c \
 	tools/bench_devices.c tools/bench_json.c tools/bench_meta.c tools/bench_chart.c \
 	tools/bench_trace.c tools/bench_common.c tools/bench_common.h \
-	tools/raw.h tools/raw_host.c tools/raw_nccl.h \
+	tools/raw.h tools/raw_host.c tools/raw_nccl.h tools/raw_kernel.h tools/raw_kernel_host.c \
 	tools/bench_array.c tools/bench_train.c tools/raw_array.h tools/raw_array_host.c $(GPAR_TRAIN_SOURCES)
 TOOLS_RAW_CPPFLAGS = -I$(top_srcdir)/examples
 TOOLS_RAW_LIBS =
@@ -26,23 +26,24 @@ tools_gpar_bench_SOURCES += tools/raw_cuda.c
 TOOLS_RAW_CPPFLAGS += $(CUDA_CPPFLAGS)
 TOOLS_RAW_LIBS += $(CUDA_LDFLAGS) $(CUDA_LIBS)
 endif
+# The hand-written CUDA kernel loops (gpar-bench kernel, array) link NVRTC (libgpar itself only
+# loads it at run time).
+if HAVE_NVRTC
+tools_gpar_bench_SOURCES += tools/raw_kernel_cuda.c tools/raw_array_cuda.c
+TOOLS_RAW_LIBS += -lnvrtc
+endif
 if HAVE_NCCL
 tools_gpar_bench_SOURCES += tools/raw_nccl.c
 TOOLS_RAW_CPPFLAGS += $(NCCL_CPPFLAGS)
 TOOLS_RAW_LIBS += $(NCCL_LDFLAGS) $(NCCL_LIBS)
 endif
-# The hand kernels of `gpar-bench array` on CUDA are built by NVRTC, linked into gpar-bench
-# (libgpar itself loads NVRTC at run time).
-if HAVE_NVRTC
-tools_gpar_bench_SOURCES += tools/raw_array_cuda.c
-TOOLS_RAW_LIBS += -lnvrtc
-endif
 if HAVE_OPENCL
-tools_gpar_bench_SOURCES += tools/raw_opencl.c tools/raw_array_opencl.c
+tools_gpar_bench_SOURCES += tools/raw_opencl.c tools/raw_kernel_opencl.c tools/raw_array_opencl.c
 TOOLS_RAW_CPPFLAGS += $(OPENCL_CFLAGS) -DCL_TARGET_OPENCL_VERSION=120
 TOOLS_RAW_LIBS += $(OPENCL_LIBS)
 endif
-EXTRA_DIST += tools/raw_cuda.c tools/raw_opencl.c tools/raw_nccl.c tools/raw_array_cuda.c tools/raw_array_opencl.c
+EXTRA_DIST += tools/raw_cuda.c tools/raw_opencl.c tools/raw_nccl.c tools/raw_kernel_cuda.c tools/raw_kernel_opencl.c \
+	tools/raw_array_cuda.c tools/raw_array_opencl.c
 # `gpar-bench report` reads JSON with jansson; without it the subcommand says it was not built.
 if HAVE_JANSSON
 TOOLS_RAW_CPPFLAGS += -DGPAR_HAVE_JANSSON=1 $(JANSSON_CFLAGS)

@@ -278,6 +278,9 @@ static int build_slow(gpar__kernel *k, gpar__device *dev, gpar__kentry **out) {
 int gpar__kernel_build_on(gpar__kernel *k, gpar__device *dev, gpar__kentry **out) {
   gpar__kentry *e = atomic_load_explicit(&k->built[dev->index].e, memory_order_acquire);
   int st;
+  if (!e && gpar__in_op) /* an engine thread never compiles: its device's work would wait */
+    return gpar__errorf(GPAR_EDEADLK, "kernel '%s' has no build for device %d: build it (gpar_kernel_build) outside "
+                        "operations before launching it from inside one", k->def.name, dev->index);
   if (!e && (st = build_slow(k, dev, &e)) != GPAR_OK) return st;
   if (e->state != GPAR__KE_READY) return gpar__errorf(e->status, "%s", e->msg);
   *out = e;

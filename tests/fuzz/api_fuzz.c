@@ -6,7 +6,9 @@
  * and "capture" included), gpar_config_get, graphs (begin/end/launch/destroy, ops recorded
  * between, waits while recording, stale and forged graph handles), communicators (create over
  * valid, missing and repeated devices, info, destroy, stale and forged handles) and the four
- * collectives (valid and invalid arguments, members sharing a buffer), the array ops (unary,
+ * collectives (valid and invalid arguments, members sharing a buffer), kernels (create with good
+ * and bad signatures and names, launches with wrong counts, kinds, buffers, offsets, devices and
+ * grids, builds, info, logs, sources, releases, stale and forged handles), the array ops (unary,
  * binary, broadcast, reductions, softmax cross-entropy, argmax: bad ops, types, shapes, ranges,
  * overlaps, devices; accepted ones on host memory) and elementwise maps (create from valid and
  * invalid parameter lists, launch with wrong counts, kinds and offsets, release, stale and forged
@@ -56,6 +58,7 @@ typedef struct shadow_buf {
 typedef struct shadow_eng {
   gpar_engine *e;
   int started, live, ndev, may_fail, nested;
+  int build_fault; /* fault kind "build" armed: a build (so a launch) may be refused with GPAR_EFAULT */
   gpar_device_props info[16];
   gpar_stats base;
   gpar_config cfg; /* what gpar_init was given */
@@ -84,7 +87,17 @@ typedef struct ufn_arg {
   atomic_int ran;
 } ufn_arg;
 
+/* Kernels: K_STALE once released or its engine shut down (the handle must then be refused). */
+enum { K_NONE, K_LIVE, K_STALE };
+#define MAXK 8
+typedef struct shadow_kernel {
+  gpar_kernel k;
+  int state, eng, text; /* text: its index in ktexts */
+} shadow_kernel;
+
 static shadow_buf hs[MAXH];
+static shadow_kernel kk[MAXK];
+static int nk;
 static int nh;
 static shadow_eng es[2];
 static shadow_graph gs[MAXG];
@@ -421,12 +434,17 @@ static void eng_shutdown(int i, int clean) {
         check("gpar_buffer_release (end)", st, 0, 0);
         hs[j].state = H_RELEASED;
       }
+    for (int k = 0; k < nk; k++)
+      if (kk[k].state == K_LIVE && kk[k].eng == i) {
+        check_id("gpar_kernel_release (end)", gpar_kernel_release(kk[k].k), 0, 0, kk[k].k.id);
+        kk[k].state = K_STALE;
+      }
     drain(i);
     gpar_stats_get(es[i].e, &s);
-    if (s.ops_in_flight || s.buffers_live || s.events_live || s.ops_completed != s.ops_submitted) {
-      fprintf(stderr, "api_fuzz: after the drain: in flight %llu, buffers %llu, events %llu, %llu/%llu completed\n",
+    if (s.ops_in_flight || s.buffers_live || s.events_live || s.kernels_live || s.ops_completed != s.ops_submitted) {
+      fprintf(stderr, "api_fuzz: after the drain: in flight %llu, buffers %llu, events %llu, kernels %llu, %llu/%llu completed\n",
               (unsigned long long)s.ops_in_flight, (unsigned long long)s.buffers_live,
-              (unsigned long long)s.events_live, (unsigned long long)s.ops_completed,
+              (unsigned long long)s.events_live, (unsigned long long)s.kernels_live, (unsigned long long)s.ops_completed,
               (unsigned long long)s.ops_submitted);
       fail("gpar_stats_get after the drain", 0, "counters not back to zero");
     }
@@ -465,6 +483,8 @@ static void eng_shutdown(int i, int clean) {
     if (hs[j].eng == i && (hs[j].state == H_LIVE || hs[j].state == H_RELEASED)) hs[j].state = H_DEAD;
   for (int k = 0; k < ng; k++) /* gpar_shutdown destroys the engine's graphs (and this thread's recording) */
     if (gs[k].eng == i) gs[k].state = gs[k].state == G_NONE ? G_NONE : G_STALE;
+  for (int k = 0; k < nk; k++) /* and its kernels */
+    if (kk[k].eng == i && kk[k].state == K_LIVE) kk[k].state = K_STALE;
   if (rec_eng == i) rec_eng = -1;
   for (int k = 0; k < nc; k++)
     if (cs[k].eng == i && (cs[k].state == C_LIVE || cs[k].state == C_DOOMED)) cs[k].state = C_ORPHAN;
@@ -783,9 +803,9 @@ static void do_wait_all(void) {
 
 static void do_fault(void) {
   /* "register" and "capture" fail nothing the caller sees (gpar.h): they leave may_fail alone */
-  static const char *const kinds[] = {"alloc", "pinned", "copy",     "gemm",     "fill",  "user", "event",
-                                      "completion", "register", "capture", "bogus", "",     NULL};
-  enum { NKINDS = sizeof kinds / sizeof kinds[0], SILENT = 8, VALID = 10 };
+  static const char *const kinds[] = {"alloc", "pinned",   "copy",    "gemm",  "fill", "user", "event", "completion",
+                                      "build", "register", "capture", "bogus", "",     NULL};
+  enum { NKINDS = sizeof kinds / sizeof kinds[0], SILENT = 9, VALID = 11 };
   int e = pick_eng();
   if (e < 0) return;
   unsigned k = u8() % NKINDS;
@@ -794,6 +814,7 @@ static void do_fault(void) {
   smask must = !es[e].live ? S(GPAR_ESHUTDOWN) : k >= VALID ? S(GPAR_EINVAL) : 0;
   check("gpar_fault_inject", st, must, es[e].live ? 0 : S(GPAR_EINVAL));
   if (st == GPAR_OK && n && k < SILENT) es[e].may_fail = 1;
+  if (st == GPAR_OK && n && !strcmp(kinds[k], "build")) es[e].build_fault = 1;
 }
 
 static void do_stats(void) {
@@ -1390,6 +1411,174 @@ static void do_coll(void) {
   }
 }
 
+/* ------------------------------------------------------------------ kernels */
+
+/* Kernel texts: args gives each parameter, 's' a u32 scalar, a digit a buffer of elements of that
+ * many bytes; every launch the model accepts keeps its work-items inside their buffers (n is
+ * at most what each buffer holds past its offset). The last ones do not parse (GPAR_EINVAL). */
+static const struct ktext {
+  const char *name, *params, *body, *args;
+  int group; /* a barrier and group-local memory: the host device refuses it (GPAR_ENOTSUP) */
+} ktexts[] = {
+    {"fz_fill", "u32 n, out u32 *y", "gpar_u64 i = GPAR_GLOBAL_ID(0); if (i < n) y[i] = (gpar_u32)i * 3u;", "s4", 0},
+    {"fz_xor", "u32 n, in u8 *x, inout u8 *y", "gpar_u64 i = GPAR_GLOBAL_ID(0); if (i < n) y[i] ^= x[i];", "s11", 0},
+    {"fz_group", "u32 n, inout u32 *y",
+     "GPAR_LOCAL(gpar_u32, t, 64);\ngpar_u32 l = GPAR_LOCAL_ID(0);\nif (l < 64) t[l] = l;\nGPAR_BARRIER();\n"
+     "if (l == 0 && GPAR_GROUP_ID(0) + GPAR_GROUP_ID(1) + GPAR_GROUP_ID(2) == 0 && n > 0) y[0] += t[0] + 1u;",
+     "s4", 1},
+    {"fz_none", "", "", "", 0},
+    {"fz_bad", "u32 n, f32", "", NULL, 0},
+    {"fz_bad2", "in f32 x", "", NULL, 0},
+    {"2bad", "", "", NULL, 0},
+    {"fz_kw", "u32 int", "", NULL, 0},
+};
+#define NKTEXTS (int)(sizeof ktexts / sizeof ktexts[0])
+
+static void do_kernel_create(void) {
+  int e = pick_eng();
+  if (e < 0) return;
+  int t = (int)(u8() % NKTEXTS);
+  gpar_kernel k = {0x5555};
+  int st = gpar_kernel_create(es[e].e, ktexts[t].name, ktexts[t].params, ktexts[t].body, NULL, &k);
+  check("gpar_kernel_create", st, !es[e].live ? S(GPAR_ESHUTDOWN) : !ktexts[t].args ? S(GPAR_EINVAL) : 0, 0);
+  if (st != GPAR_OK) {
+    if (k.id) fail("gpar_kernel_create", st, "*kernel not the null handle after a failure");
+    return;
+  }
+  for (int i = 0; i < nk; i++)
+    if (kk[i].state != K_NONE && kk[i].k.id == k.id) fail("gpar_kernel_create", st, "a kernel handle came back");
+  int slot = nk < MAXK ? nk++ : (int)(u8() % MAXK);
+  if (kk[slot].state == K_LIVE) check_id("gpar_kernel_release (evict)", gpar_kernel_release(kk[slot].k), 0, 0, kk[slot].k.id);
+  kk[slot] = (shadow_kernel){k, K_LIVE, e, t};
+}
+
+/* A kernel handle: a model slot (live or stale), or forged (0, garbage, a known one with a bit
+ * off or of its slot's next serial), which may hit a live one. */
+static shadow_kernel *pick_kernel(void) {
+  static shadow_kernel f;
+  unsigned v = u8();
+  if (v % 8 != 7 && nk) return &kk[v % (unsigned)nk];
+  f = (shadow_kernel){{0}, K_STALE, -1, 0};
+  unsigned w = u8() % 4;
+  f.k.id = w == 1 ? (uint64_t)u16() << 24 | u16() : w >= 2 && nk ? kk[u8() % (unsigned)nk].k.id : 0;
+  if (w == 2) f.k.id ^= 1ull << (u8() % 64);
+  if (w == 3) f.k.id += 1ull << 20;
+  for (int i = 0; i < nk; i++)
+    if (kk[i].state != K_NONE && kk[i].k.id == f.k.id) return &kk[i];
+  return &f;
+}
+
+/* The host device's index in engine e. */
+static int host_index(int e) {
+  for (int d = 0; d < es[e].ndev; d++)
+    if (es[e].info[d].backend_id == GPAR_BACKEND_HOST) return d;
+  return 0;
+}
+
+/* A launch on flat device dev takes buffer b: b is on dev, or GPAR_HOST memory on the host or CUDA. */
+static int launch_takes(int e, int dev, const shadow_buf *b) {
+  int be = es[e].info[dev].backend_id;
+  return b->dev == dev || (b->dev == GPAR_HOST && (be == GPAR_BACKEND_HOST || be == GPAR_BACKEND_CUDA));
+}
+
+/* The arguments of a launch of t on dev (flat; -1: no such device): each buffer from the model
+ * with an offset that may be past its end or misaligned, n at most what every buffer holds (when
+ * the model accepts them), sometimes a wrong kind or a missing one. Errors into *must. */
+static int kernel_args(const struct ktext *t, int e, int dev, gpar_arg *a, smask *must, smask *may) {
+  int na = (int)strlen(t->args);
+  uint64_t room = UINT32_MAX;
+  for (int i = 1; i < na; i++) {
+    shadow_buf *b = pick();
+    size_t esz = (size_t)(t->args[i] - '0'), v = u8() % 8;
+    size_t off = v == 0 ? b->bytes : v == 1 ? b->bytes + esz : v == 2 ? 1 : v == 3 ? esz : 0;
+    a[i] = gpar_arg_buffer(b->h, off);
+    if (b->state != H_LIVE) *must |= S_BADH;
+    else if (b->eng != e) *must |= S(GPAR_EENGINE);
+    else if (off > b->bytes) *must |= S(GPAR_ERANGE);
+    else if (off % esz) *must |= S(GPAR_EINVAL);
+    else if (dev >= 0 && !launch_takes(e, dev, b)) *must |= S(GPAR_EINVAL);
+    else if ((b->bytes - off) / esz < room) room = (b->bytes - off) / esz;
+    if (b->state == H_LIVE && b->dev == GPAR_HOST && dev >= 0 && es[e].info[dev].backend_id == GPAR_BACKEND_CUDA)
+      *may |= S(GPAR_EINVAL); /* CUDA may not reach this pinned block (its registration refused) */
+  }
+  if (na) {
+    unsigned v = u8() % 4;
+    a[0] = gpar_arg_u32(v == 0 ? 0 : v == 1 ? (uint32_t)room : (uint32_t)(room ? u8() % (room + 1) : 0));
+  }
+  unsigned m = u8() % 16;
+  if (m == 0 && na) { /* one argument of the wrong kind */
+    int i = (int)(u8() % (unsigned)na);
+    a[i] = i == 0 && u8() % 2 ? gpar_arg_f64(1.0) : i == 0 ? gpar_arg_u64(1) : gpar_arg_u32(1);
+    *must |= S(GPAR_EINVAL);
+  } else if (m == 1) { /* one too many, or one short */
+    na += na && u8() % 2 ? -1 : 1;
+    a[na > 0 ? na - 1 : 0] = gpar_arg_u32(0);
+    *must |= S(GPAR_EINVAL);
+  }
+  return na;
+}
+
+/* Launch a kernel of the model: statuses predicted from the handle, the device, the grid, the
+ * arguments and (when all those are right) the kernel's limits there, which gpar_kernel_info
+ * reports (it builds the kernel first: the host refuses a group-memory kernel). */
+static void do_kernel_launch(void) {
+  static const uint32_t sizes[] = {0, 1, 8, 32, 64, 256, 1024, 2048}, groups[] = {0, 1, 2, 5};
+  shadow_kernel *k = pick_kernel();
+  int e = k->state == K_LIVE ? k->eng : -1;
+  int dev = (int)(u8() % (unsigned)(es[e < 0 ? 0 : e].ndev + 2)) - 1; /* GPAR_HOST .. one past the end */
+  int ldev = e < 0 ? -1 : dev == GPAR_HOST ? host_index(e) : dev < es[e].ndev ? dev : -1;
+  gpar_grid g = {{groups[u8() % 4], u8() % 3, u8() % 3}, {sizes[u8() % 8], u8() % 3, u8() % 3}};
+  int null_grid = u8() % 16 == 0;
+  gpar_arg a[8];
+  smask must = e < 0 ? S(GPAR_EINVAL) : 0, may = e >= 0 ? async_may(e) : 0;
+  if (!must && ldev < 0) must |= S(GPAR_ENODEV);
+  if (!must && (null_grid || !g.group_size[0])) must |= S(GPAR_EINVAL);
+  const struct ktext *t = &ktexts[k->state == K_NONE ? 0 : k->text];
+  int na = kernel_args(t, e, ldev, a, &must, &may);
+  if (e >= 0 && es[e].build_fault) may |= S(GPAR_EFAULT);
+  if (!must && g.groups[0]) {
+    gpar_kernel_props p;
+    int st = gpar_kernel_info(k->k, dev, &p);
+    int host = es[e].info[ldev].backend_id == GPAR_BACKEND_HOST;
+    check_id("gpar_kernel_info (before a launch)", st, host && t->group ? S(GPAR_ENOTSUP) : 0, may, k->k.id);
+    uint64_t items = (uint64_t)g.group_size[0] * (g.group_size[1] ? g.group_size[1] : 1) * (g.group_size[2] ? g.group_size[2] : 1);
+    if (st == GPAR_ENOTSUP) must |= S(GPAR_ENOTSUP);
+    else if (st == GPAR_OK && (items > p.max_group_size || g.group_size[0] > p.max_group_dims[0] ||
+                               g.group_size[1] > p.max_group_dims[1] || g.group_size[2] > p.max_group_dims[2]))
+      must |= S(GPAR_EINVAL);
+  }
+  int st = gpar_kernel_launch(k->k, dev, null_grid ? NULL : &g, a, na);
+  check_id("gpar_kernel_launch", st, must, may, k->k.id);
+  if (st == GPAR_OK && ldev >= 0 && es[e].info[ldev].backend_id == GPAR_BACKEND_HOST) es[e].nested = 1; /* helper ops */
+}
+
+/* Build, describe, read the log or source of, or release a kernel of the model. */
+static void do_kernel_call(void) {
+  shadow_kernel *k = pick_kernel();
+  int e = k->state == K_LIVE ? k->eng : -1, what = (int)(u8() % 5);
+  int dev = (int)(u8() % (unsigned)(es[e < 0 ? 0 : e].ndev + 2)) - 1;
+  int ldev = e < 0 ? -1 : dev == GPAR_HOST ? host_index(e) : dev < es[e].ndev ? dev : -1;
+  smask must = e < 0 ? S(GPAR_EINVAL) : what < 4 && ldev < 0 ? S(GPAR_ENODEV) : 0;
+  smask may = e >= 0 && es[e].build_fault ? S(GPAR_EFAULT) : 0;
+  if (!must && what != 2 && what != 4 && es[e].info[ldev].backend_id == GPAR_BACKEND_HOST && ktexts[k->text].group)
+    must |= S(GPAR_ENOTSUP); /* build, info and source: the host cannot run it */
+  char buf[256];
+  size_t len = 7;
+  gpar_kernel_props p;
+  int st;
+  switch (what) {
+  case 0: st = gpar_kernel_build(k->k, dev); break;
+  case 1: st = gpar_kernel_info(k->k, dev, &p); break;
+  case 2: st = gpar_kernel_log(k->k, dev, buf, u8() % 2 ? sizeof buf : 0, u8() % 2 ? &len : NULL); break;
+  case 3: st = gpar_kernel_source(k->k, dev, buf, sizeof buf, &len), may = 0; break;
+  default: st = gpar_kernel_release(k->k), may = 0; break;
+  }
+  static const char *const names[] = {"gpar_kernel_build", "gpar_kernel_info", "gpar_kernel_log", "gpar_kernel_source",
+                                      "gpar_kernel_release"};
+  check_id(names[what], st, must, may, k->k.id);
+  if (what == 4 && st == GPAR_OK) k->state = K_STALE;
+}
+
 static void report_skips(void) {
   if (known_skips) fprintf(stderr, "api_fuzz: %ld calls left out for known defects (GPAR_FUZZ_KNOWN)\n", known_skips);
 }
@@ -1414,12 +1603,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   memset(es, 0, sizeof es);
   memset(gs, 0, sizeof gs);
   memset(cs, 0, sizeof cs);
+  memset(kk, 0, sizeof kk);
+  nk = 0;
   memset(maps, 0, sizeof maps);
   nmaps = 0;
   eng_init(0);
   if (u8() % 4 == 0) eng_init(1);
   for (int op = 0; op < MAXOPS && in_n; op++) {
-    switch (u8() % 36) {
+    switch (u8() % 40) {
     case 0: case 1: do_create(); break;
     case 2: do_release(); break;
     case 3: do_query(); break;
@@ -1448,15 +1639,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     case 26: do_comm_info_destroy(0); break;
     case 27: case 28: case 29: case 30: do_coll(); break;
     case 31: do_config(); break;
-    case 32: case 33: do_array(); break;
-    case 34: do_map_create_release(); break;
-    case 35: do_map_launch(); break;
+    case 32: do_kernel_create(); break;
+    case 33: case 34: do_kernel_launch(); break;
+    case 35: do_kernel_call(); break;
+    case 36: case 37: do_array(); break;
+    case 38: do_map_create_release(); break;
+    case 39: do_map_launch(); break;
     }
   }
   for (int e = 0; e < 2; e++) {
     if (!es[e].live) continue;
     for (const char *const *k = (const char *const[]){"alloc", "pinned", "copy", "gemm", "fill", "user", "event", "completion",
-                                                     "register", "capture", NULL};
+                                                     "register", "capture", "build", NULL};
          *k; k++)
       gpar_fault_inject(es[e].e, *k, 0);
     eng_shutdown(e, 1);

@@ -22,6 +22,7 @@ echo "building $out/api_replay with $cc (CUDA: ${cuda:-no}; ${SAN:-no sanitizer}
 "$cc" "${flags[@]}" "${srcs[@]}" "$src/tests/fuzz/api_fuzz.c" "$src/tests/fuzz/replay_main.c" "${libs[@]}" \
   -o "$out/api_replay" >"$out/build.log" 2>&1 || { cat "$out/build.log"; exit 1; }
 export POCL_DEVICES="${POCL_DEVICES-pthread pthread}" GPAR_QUIET=1
+export GPAR_CACHE_DIR="${GPAR_CACHE_DIR:-${TMPDIR:-/tmp}/gpar-fuzz-kernels}" # (built kernels: loaded, not rebuilt, by later inputs)
 if [ "${SAN:-}" = asan ]; then
   export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:protect_shadow_gap=0}"
   export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$src/tests/lsan.supp:print_suppressions=0}"

@@ -42,6 +42,7 @@ fi
 
 [ -n "$sets" ] || { sets="host"; [ $have_ocl = 1 ] && sets="host host,opencl"; }
 export POCL_DEVICES="${POCL_DEVICES-pthread pthread}" GPAR_QUIET=1
+export GPAR_CACHE_DIR="${GPAR_CACHE_DIR:-${TMPDIR:-/tmp}/gpar-fuzz-kernels}" # (built kernels: loaded, not rebuilt, by later inputs)
 # (cudart maps memory over ASan's shadow gap: CUDA needs protect_shadow_gap=0, as replay.sh has it)
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1${cuda:+:protect_shadow_gap=0}}"
 export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$src/tests/lsan.supp:print_suppressions=0}"
