@@ -1,9 +1,10 @@
 /* bench_array.c: `gpar-bench array`, the array ops' bandwidth next to hand kernels launched the
- * raw way (raw_array.h) on the first selected device, in interleaved rounds (--repeat, default
- * 5; medians with min and max): gpar_binary (add, 12 bytes per element) and an elementwise map
- * (saxpy, 12 bytes) against the hand saxpy, gpar_reduce_range (sum, 4 bytes) against the hand
- * two-pass sum, at 2^20, 2^24 and 2^28 floats on GPUs (2^16, 2^20, 2^24 on CPU devices;
- * --sizes takes exponents). Also where `gpar-bench train` plugs in (bench_array_subcommand). */
+ * raw way on the first selected device, in interleaved rounds (--repeat, default 5; medians with
+ * min and max): gpar_binary (add, 12 bytes per element) and an elementwise map (saxpy, 12 bytes)
+ * against the hand saxpy of raw_kernel.h (gpar-bench kernel's; on the CPU cblas_saxpy on one
+ * thread), gpar_reduce_range (sum, 4 bytes) against the hand two-pass sum of raw_array.h, at
+ * 2^20, 2^24 and 2^28 floats on GPUs (2^16, 2^20, 2^24 on CPU devices; --sizes takes
+ * exponents). Also where `gpar-bench train` plugs in (bench_array_subcommand). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 
 #include "bench_common.h"
 #include "raw_array.h"
+#include "raw_kernel.h"
 
 enum { C_BINARY, C_MAP, C_SUM, C_RAW_SAXPY, C_RAW_SUM, NCASES };
 static const char *const case_name[NCASES] = {"gpar_binary add", "map saxpy", "gpar_reduce_range sum", "hand saxpy",
@@ -43,15 +45,31 @@ static int time_gpar(arr_bench *b, int c, double *sec) {
 }
 
 static int time_raw(arr_bench *b, int c, double *sec) {
-  gpar_raw_array_case rc = {b->ctx->local[0], b->n, c == C_RAW_SAXPY ? GPAR_RAW_SAXPY : GPAR_RAW_SUM, b->iters};
-  int (*fn)(const gpar_raw_array_case *, double *, double *) =
-      b->ctx->backend_id == GPAR_BACKEND_CUDA ? gpar_raw_array_cuda
-      : b->ctx->backend_id == GPAR_BACKEND_OPENCL ? gpar_raw_array_opencl : gpar_raw_array_host;
-  double check;
-  if (!fn) return -1;
-  if (fn(&rc, sec, &check) != 0) return -1;
+  int be = b->ctx->backend_id, rc;
+  if (c == C_RAW_SAXPY) {
+    gpar_raw_kernel_case k = {.what = GPAR_RAW_K_SAXPY, .dev = b->ctx->local[0], .iters = b->iters, .n = b->n, .threads = 1};
+    int (*fn)(const gpar_raw_kernel_case *, double *) = be == GPAR_BACKEND_CUDA     ? gpar_raw_kernel_cuda
+                                                        : be == GPAR_BACKEND_OPENCL ? gpar_raw_kernel_opencl
+                                                                                    : gpar_raw_kernel_host;
+    rc = fn ? fn(&k, sec) : -1;
+  } else {
+    gpar_raw_sum_case k = {b->ctx->local[0], b->n, b->iters};
+    int (*fn)(const gpar_raw_sum_case *, double *, double *) =
+        be == GPAR_BACKEND_CUDA ? gpar_raw_sum_cuda : be == GPAR_BACKEND_OPENCL ? gpar_raw_sum_opencl : gpar_raw_sum_host;
+    double sum = 0;
+    rc = fn ? fn(&k, sec, &sum) : -1;
+    if (rc == 0 && sum != (double)b->n) fprintf(stderr, "gpar-bench array: the hand sum of %zu ones is %g\n", b->n, sum), rc = -1;
+  }
+  if (rc != 0) return -1;
   *sec /= b->iters;
   return 0;
+}
+
+/* Free what the hand loops kept between rounds. */
+static void raw_done(int be) {
+  if (be == GPAR_BACKEND_CUDA && gpar_raw_kernel_cuda_done) gpar_raw_kernel_cuda_done();
+  else if (be == GPAR_BACKEND_OPENCL && gpar_raw_kernel_opencl_done) gpar_raw_kernel_opencl_done();
+  else if (be == GPAR_BACKEND_HOST) gpar_raw_kernel_host_done();
 }
 
 /* The buffers of one size: x all ones (through a map), y and z zero. */
@@ -136,6 +154,7 @@ int bench_array(bench_ctx *ctx) {
     rc = one_size(&b, exps[e]);
   }
   bench_json_array_end(ctx);
+  raw_done(ctx->backend_id);
   gpar_map_release(b.saxpy);
   gpar_map_release(b.ones);
   return rc;

@@ -1,7 +1,7 @@
-/* raw_array_cuda.c: the hand CUDA kernels of `gpar-bench array` (raw_array.h): saxpy with one
- * element per thread, and a two-pass float sum (grid-stride loads, warp shuffles, a shared
- * array per block, then one block over the partials), built by NVRTC for the device's sm_XY
- * (clamped to what NVRTC knows) and launched with cudaLaunchKernel on one stream. */
+/* raw_array_cuda.c: the hand CUDA sum of `gpar-bench array` (raw_array.h): two passes (grid-
+ * stride loads, warp shuffles, a shared array per block, then one block over the partials),
+ * built by NVRTC for the device's sm_XY (clamped to what NVRTC knows) and launched with
+ * cudaLaunchKernel on one stream. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -12,10 +12,6 @@
 #include "raw_array.h"
 
 static const char source[] =
-    "extern \"C\" __global__ void saxpy(unsigned long long n, float a, const float *x, float *y) {\n"
-    "  unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
-    "  if (i < n) y[i] = a * x[i] + y[i];\n"
-    "}\n"
     "extern \"C\" __global__ void sum(unsigned long long n, const float *x, float *out) {\n"
     "  __shared__ float sh[32];\n"
     "  float s = 0.0f;\n"
@@ -48,10 +44,10 @@ static int fail(const char *what, const char *why) {
     if (e_ != cudaSuccess) return fail(#call, cudaGetErrorString(e_)); \
   } while (0)
 
-/* The two kernels for device dev, built once per process per architecture. */
-static int build(int dev, cudaKernel_t *saxpy, cudaKernel_t *sum) {
+/* The sum kernel for device dev, built once per process per architecture. */
+static int build(int dev, cudaKernel_t *sum) {
   static int built_arch = -1;
-  static cudaKernel_t ks, kr;
+  static cudaKernel_t kr;
   int major, minor, narch, arch[64], best = 0;
   CU(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
   CU(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
@@ -76,52 +72,56 @@ static int build(int dev, cudaKernel_t *saxpy, cudaKernel_t *sum) {
     cudaError_t e = cudaLibraryLoadData(&lib, bin, NULL, NULL, 0, NULL, NULL, 0);
     free(bin);
     if (e != cudaSuccess) return fail("cudaLibraryLoadData", cudaGetErrorString(e));
-    CU(cudaLibraryGetKernel(&ks, lib, "saxpy"));
     CU(cudaLibraryGetKernel(&kr, lib, "sum"));
     built_arch = best;
   }
-  *saxpy = ks, *sum = kr;
+  *sum = kr;
   return 0;
 }
 
-/* One launch of the case's work on stream s (sum: two kernels through part). */
-static int launch(const gpar_raw_array_case *c, cudaKernel_t ks, cudaKernel_t kr, float *x, float *y, float *part,
-                  cudaStream_t s) {
-  unsigned long long n = c->n, np = 1024, one = 1;
-  if (c->op == GPAR_RAW_SAXPY) {
-    float a = 0.5f;
-    void *args[] = {&n, &a, &x, &y};
-    dim3 g = {(unsigned)((n + 255) / 256), 1, 1}, b = {256, 1, 1};
-    CU(cudaLaunchKernel((const void *)ks, g, b, args, 0, s));
-    return 0;
-  }
-  float *out = y;
+/* One sum: pass 1 into part, pass 2 into out. */
+static int launch(const gpar_raw_sum_case *c, cudaKernel_t kr, float *x, float *part, float *out, cudaStream_t s) {
+  unsigned long long n = c->n, np = 1024;
   void *a1[] = {&n, &x, &part}, *a2[] = {&np, &part, &out};
-  dim3 g1 = {(unsigned)np, 1, 1}, g2 = {(unsigned)one, 1, 1}, b = {256, 1, 1};
+  dim3 g1 = {(unsigned)np, 1, 1}, g2 = {1, 1, 1}, b = {256, 1, 1};
   CU(cudaLaunchKernel((const void *)kr, g1, b, a1, 0, s));
   CU(cudaLaunchKernel((const void *)kr, g2, b, a2, 0, s));
   return 0;
 }
 
-int gpar_raw_array_cuda(const gpar_raw_array_case *c, double *seconds, double *check) {
-  cudaKernel_t ks, kr;
+/* x = 1.0f everywhere (so the sum is checked): a byte pattern cudaMemset cannot give, copied in. */
+static int ones(float *x, size_t n, cudaStream_t s) {
+  size_t chunk = (size_t)1 << 20, done = 0;
+  float *h = malloc(chunk * sizeof *h);
+  if (!h) return fail("malloc", "out of memory");
+  for (size_t i = 0; i < chunk; i++) h[i] = 1.0f;
+  int rc = 0;
+  for (; done < n && !rc; done += chunk)
+    rc = cudaMemcpyAsync(x + done, h, (n - done < chunk ? n - done : chunk) * 4, cudaMemcpyHostToDevice, s) ||
+                 cudaStreamSynchronize(s) ? fail("cudaMemcpy", "failed") : 0;
+  free(h);
+  return rc;
+}
+
+int gpar_raw_sum_cuda(const gpar_raw_sum_case *c, double *seconds, double *sum) {
+  cudaKernel_t kr;
   CU(cudaSetDevice(c->dev));
-  if (build(c->dev, &ks, &kr)) return -1;
-  float *x = NULL, *y = NULL, *part = NULL, h = 0;
+  if (build(c->dev, &kr)) return -1;
+  float *x = NULL, *part = NULL, *out = NULL, h = 0;
   cudaStream_t s;
   CU(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  int rc = cudaMalloc((void **)&x, c->n * 4) || cudaMalloc((void **)&y, c->n * 4) || cudaMalloc((void **)&part, 1024 * 4)
+  int rc = cudaMalloc((void **)&x, c->n * 4) || cudaMalloc((void **)&part, 1024 * 4) || cudaMalloc((void **)&out, 4)
                ? fail("cudaMalloc", "out of device memory") : 0;
-  if (!rc) rc = cudaMemsetAsync(x, 0, c->n * 4, s) || cudaMemsetAsync(y, 0, c->n * 4, s) ? fail("cudaMemset", "failed") : 0;
-  if (!rc) rc = launch(c, ks, kr, x, y, part, s); /* warm-up */
+  if (!rc) rc = ones(x, c->n, s);
+  if (!rc) rc = launch(c, kr, x, part, out, s); /* warm-up */
   if (!rc) rc = cudaStreamSynchronize(s) ? fail("cudaStreamSynchronize", "failed") : 0;
   double t0 = raw_now();
-  for (int i = 0; i < c->iters && !rc; i++) rc = launch(c, ks, kr, x, y, part, s);
+  for (int i = 0; i < c->iters && !rc; i++) rc = launch(c, kr, x, part, out, s);
   if (!rc) rc = cudaStreamSynchronize(s) ? fail("cudaStreamSynchronize", "failed") : 0;
   *seconds = raw_now() - t0;
-  if (!rc) rc = cudaMemcpy(&h, y, 4, cudaMemcpyDeviceToHost) ? fail("cudaMemcpy", "failed") : 0;
-  *check = h;
-  cudaFree(x), cudaFree(y), cudaFree(part);
+  if (!rc) rc = cudaMemcpy(&h, out, 4, cudaMemcpyDeviceToHost) ? fail("cudaMemcpy", "failed") : 0;
+  *sum = h;
+  cudaFree(x), cudaFree(part), cudaFree(out);
   cudaStreamDestroy(s);
   return rc;
 }

@@ -1,7 +1,6 @@
-/* raw_array_opencl.c: the hand OpenCL kernels of `gpar-bench array` (raw_array.h): saxpy with
- * one element per work-item, and a two-pass float sum (strided loads, a local-memory tree per
- * group, then one group over the partials), built with clBuildProgram for the device and
- * enqueued with clEnqueueNDRangeKernel on one in-order queue. */
+/* raw_array_opencl.c: the hand OpenCL sum of `gpar-bench array` (raw_array.h): two passes
+ * (strided loads, a local-memory tree per group, then one group over the partials), built with
+ * clBuildProgram for the device and enqueued with clEnqueueNDRangeKernel on one in-order queue. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -11,10 +10,6 @@
 #include "raw_array.h"
 
 static const char source[] =
-    "__kernel void saxpy(ulong n, float a, __global const float *x, __global float *y) {\n"
-    "  ulong i = get_global_id(0);\n"
-    "  if (i < n) y[i] = a * x[i] + y[i];\n"
-    "}\n"
     "__kernel void sum(ulong n, __global const float *x, __global float *out) {\n"
     "  __local float sh[256];\n"
     "  float s = 0.0f;\n"
@@ -58,28 +53,19 @@ static int find_device(int index, cl_device_id *dev) {
   return fail("no such OpenCL device", 0);
 }
 
-/* One launch of the case's work (sum: two kernels through part). */
-static cl_int launch(const gpar_raw_array_case *c, cl_command_queue q, cl_kernel ks, cl_kernel kr, cl_mem x, cl_mem y,
-                     cl_mem part) {
+/* One sum: pass 1 into part, pass 2 into out. */
+static cl_int launch(const gpar_raw_sum_case *c, cl_command_queue q, cl_kernel kr, cl_mem x, cl_mem part, cl_mem out) {
   cl_ulong n = c->n, np = 1024;
-  size_t local = 256, global;
-  cl_int e;
-  if (c->op == GPAR_RAW_SAXPY) {
-    float a = 0.5f;
-    global = (c->n + 255) / 256 * 256;
-    clSetKernelArg(ks, 0, sizeof n, &n), clSetKernelArg(ks, 1, sizeof a, &a);
-    clSetKernelArg(ks, 2, sizeof x, &x), clSetKernelArg(ks, 3, sizeof y, &y);
-    return clEnqueueNDRangeKernel(q, ks, 1, NULL, &global, &local, 0, NULL, NULL);
-  }
-  global = 1024 * 256;
+  size_t local = 256, global = 1024 * 256;
   clSetKernelArg(kr, 0, sizeof n, &n), clSetKernelArg(kr, 1, sizeof x, &x), clSetKernelArg(kr, 2, sizeof part, &part);
-  if ((e = clEnqueueNDRangeKernel(q, kr, 1, NULL, &global, &local, 0, NULL, NULL)) != CL_SUCCESS) return e;
+  cl_int e = clEnqueueNDRangeKernel(q, kr, 1, NULL, &global, &local, 0, NULL, NULL);
+  if (e != CL_SUCCESS) return e;
   global = 256;
-  clSetKernelArg(kr, 0, sizeof np, &np), clSetKernelArg(kr, 1, sizeof part, &part), clSetKernelArg(kr, 2, sizeof y, &y);
+  clSetKernelArg(kr, 0, sizeof np, &np), clSetKernelArg(kr, 1, sizeof part, &part), clSetKernelArg(kr, 2, sizeof out, &out);
   return clEnqueueNDRangeKernel(q, kr, 1, NULL, &global, &local, 0, NULL, NULL);
 }
 
-int gpar_raw_array_opencl(const gpar_raw_array_case *c, double *seconds, double *check) {
+int gpar_raw_sum_opencl(const gpar_raw_sum_case *c, double *seconds, double *sum) {
   cl_device_id dev;
   cl_int e = CL_SUCCESS;
   if (find_device(c->dev, &dev)) return -1;
@@ -90,28 +76,24 @@ int gpar_raw_array_opencl(const gpar_raw_array_case *c, double *seconds, double 
   cl_program prog = clCreateProgramWithSource(ctx, 1, &src, NULL, &e);
   int rc = !q || !prog ? fail("clCreateCommandQueue/ProgramWithSource", e) : 0;
   if (!rc && (e = clBuildProgram(prog, 1, &dev, "", NULL, NULL)) != CL_SUCCESS) rc = fail("clBuildProgram", e);
-  cl_kernel ks = rc ? NULL : clCreateKernel(prog, "saxpy", &e), kr = rc ? NULL : clCreateKernel(prog, "sum", &e);
+  cl_kernel kr = rc ? NULL : clCreateKernel(prog, "sum", &e);
   cl_mem x = rc ? NULL : clCreateBuffer(ctx, CL_MEM_READ_WRITE, c->n * 4, NULL, &e);
-  cl_mem y = rc ? NULL : clCreateBuffer(ctx, CL_MEM_READ_WRITE, c->n * 4, NULL, &e);
   cl_mem part = rc ? NULL : clCreateBuffer(ctx, CL_MEM_READ_WRITE, 1024 * 4, NULL, &e);
-  if (!rc && (!ks || !kr || !x || !y || !part)) rc = fail("clCreateKernel/Buffer", e);
-  float zero = 0.0f, h = 0.0f;
-  if (!rc && ((e = clEnqueueFillBuffer(q, x, &zero, 4, 0, c->n * 4, 0, NULL, NULL)) != CL_SUCCESS ||
-              (e = clEnqueueFillBuffer(q, y, &zero, 4, 0, c->n * 4, 0, NULL, NULL)) != CL_SUCCESS))
-    rc = fail("clEnqueueFillBuffer", e);
-  if (!rc && ((e = launch(c, q, ks, kr, x, y, part)) != CL_SUCCESS || (e = clFinish(q)) != CL_SUCCESS))
-    rc = fail("warm-up", e);
+  cl_mem out = rc ? NULL : clCreateBuffer(ctx, CL_MEM_READ_WRITE, 4, NULL, &e);
+  if (!rc && (!kr || !x || !part || !out)) rc = fail("clCreateKernel/Buffer", e);
+  float one = 1.0f, h = 0.0f;
+  if (!rc && (e = clEnqueueFillBuffer(q, x, &one, 4, 0, c->n * 4, 0, NULL, NULL)) != CL_SUCCESS) rc = fail("clEnqueueFillBuffer", e);
+  if (!rc && ((e = launch(c, q, kr, x, part, out)) != CL_SUCCESS || (e = clFinish(q)) != CL_SUCCESS)) rc = fail("warm-up", e);
   double t0 = raw_now();
   for (int i = 0; i < c->iters && !rc; i++)
-    if ((e = launch(c, q, ks, kr, x, y, part)) != CL_SUCCESS) rc = fail("clEnqueueNDRangeKernel", e);
+    if ((e = launch(c, q, kr, x, part, out)) != CL_SUCCESS) rc = fail("clEnqueueNDRangeKernel", e);
   if (!rc && (e = clFinish(q)) != CL_SUCCESS) rc = fail("clFinish", e);
   *seconds = raw_now() - t0;
-  if (!rc && (e = clEnqueueReadBuffer(q, y, CL_TRUE, 0, 4, &h, 0, NULL, NULL)) != CL_SUCCESS) rc = fail("clEnqueueReadBuffer", e);
-  *check = h;
-  if (x) clReleaseMemObject(x);
-  if (y) clReleaseMemObject(y);
-  if (part) clReleaseMemObject(part);
-  if (ks) clReleaseKernel(ks);
+  if (!rc && (e = clEnqueueReadBuffer(q, out, CL_TRUE, 0, 4, &h, 0, NULL, NULL)) != CL_SUCCESS) rc = fail("clEnqueueReadBuffer", e);
+  *sum = h;
+  cl_mem mems[3] = {x, part, out};
+  for (int i = 0; i < 3; i++)
+    if (mems[i]) clReleaseMemObject(mems[i]);
   if (kr) clReleaseKernel(kr);
   if (prog) clReleaseProgram(prog);
   if (q) clReleaseCommandQueue(q);
