@@ -78,6 +78,8 @@ EXTRA_DIST += bench/sweep-gpu.sh tools/mkman.sh man/gpar-bench.h2m man/gpar-info
 # tests/bench/engine_ab.tap runs the engine ones in `make check`).
 EXTRA_DIST += bench/check-gpu.sh bench/engine-gpu.sh bench/engine-table.py bench/overhead-ab.py bench/ab-gpu.sh \
 	bench/breakdown-trace.py bench/run-comm-gpu.sh
+# The array ops' and the training step's GPU call, and the training step's PyTorch peer.
+EXTRA_DIST += bench/train-gpu.sh bench/train_torch.py
 GPAR_MKMAN = $(SHELL) $(top_srcdir)/tools/mkman.sh '$(HELP2MAN)' '$(PACKAGE_VERSION)'
 man/gpar-bench.1: $(top_srcdir)/tools/gpar-bench.c $(top_srcdir)/man/gpar-bench.h2m $(top_srcdir)/configure.ac \
 		| tools/gpar-bench$(EXEEXT)
