@@ -702,10 +702,12 @@ GPAR_API int gpar_kernel_support(gpar_engine *eng, int dev, char *buf, size_t ca
  *   a range holding NaN, and a sum holding NaN (or +inf and -inf). This differs from the
  *   collectives' GPAR_MAX and GPAR_MIN, which follow fmax and fmin (NCCL). Between -0 and +0,
  *   which zero max and min return is unspecified. relu(NaN) is NaN.
- * - Reductions run in two passes without float atomics (partial results per group, then one
- *   group over them) in an order fixed by the device and the shape: one device gives the same
- *   bits on every run; devices may differ in the last bits (each sums in its own order; the
- *   CPU sums float ranges in double). */
+ * - Reductions use no float atomics: a result that needs several groups (a long range, a row
+ *   of many columns) runs in two passes, partial results per group into a temporary buffer,
+ *   then one group over them; otherwise one group (or work-item) makes each result. The order
+ *   is fixed by the device and the shape: one device gives the same bits on every run; devices
+ *   may differ in the last bits (each adds in its own order; the CPU sums float types in
+ *   double). */
 
 /* Elementwise unary ops: y = f(x). */
 typedef enum {
