@@ -36,10 +36,10 @@ run train-cuda-1 "$bench" train --backend cuda --devices 1 --iters "$steps" --re
   --json "$out/train-cuda-2.json"
 run train-opencl-1 "$bench" train --backend opencl --devices 1 --iters "$steps" --repeat "$rep" \
   --json "$out/train-opencl-1.json"
-if python3 -c "import torch, numpy" 2>/dev/null; then
+if python3 -c "import torch" 2>/dev/null; then
   run train-torch python3 "$here/train_torch.py" --steps "$steps" --repeat "$rep" --json "$out/train-torch.json"
 else
-  echo "train-gpu.sh: no PyTorch/numpy here: the PyTorch column stays empty"
+  echo "train-gpu.sh: no PyTorch here: the PyTorch column stays empty"
 fi
 
 python3 - "$out" <<'EOF' | tee "$out/table.md"

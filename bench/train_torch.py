@@ -2,7 +2,7 @@
 """train_torch.py: the PyTorch peer of libgpar's training step (examples/train_mlp.c,
 `gpar-bench train`): the same MLP in-hidden-hidden-out with ReLU, softmax cross-entropy and
 plain SGD, the same initial weights and the same minibatches, bit for bit (the counter-based
-generator of examples/train_mlp.h, in numpy), TF32 off. Prints the step time eagerly and as one
+generator of examples/train_mlp.h, in numpy, or in torch's int64 without it), TF32 off. Prints the step time eagerly and as one
 CUDA graph (medians of --repeat rounds with min and max; the graph step includes copying the
 minibatch into the graph's static inputs, as libgpar's does) and the loss of step --steps
 (default 100), eager and through the graph, each from the initial weights.
@@ -17,7 +17,10 @@ import statistics
 import sys
 import time
 
-import numpy as np
+try:
+    import numpy as np
+except ImportError:  # the generator then runs in torch's int64 (wrapping) arithmetic
+    np = None
 
 try:
     import torch
@@ -25,18 +28,48 @@ try:
 except ImportError:  # the GPU machine has it; say so elsewhere
     sys.exit("train_torch.py: PyTorch is not installed")
 
+M64 = (1 << 64) - 1
+
+
+def i64(c):
+    """A uint64 constant as the int64 with the same bits."""
+    return c - (1 << 64) if c >= 1 << 63 else c
+
+
+def srl(z, k):
+    """Logical right shift of int64 bits."""
+    return (z >> k) & ((1 << (64 - k)) - 1)
+
 
 def mix(z):
-    """splitmix64's finaliser over an array of uint64 (wrapping arithmetic)."""
-    with np.errstate(over="ignore"):
-        z = z + np.uint64(0x9E3779B97F4A7C15)
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        return z ^ (z >> np.uint64(31))
+    """splitmix64's finaliser over uint64 (numpy) or int64 holding the same bits (torch)."""
+    if np is not None and isinstance(z, np.ndarray):
+        with np.errstate(over="ignore"):
+            z = z + np.uint64(0x9E3779B97F4A7C15)
+            z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+            z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+            return z ^ (z >> np.uint64(31))
+    z = z + i64(0x9E3779B97F4A7C15)
+    z = (z ^ srl(z, 30)) * i64(0xBF58476D1CE4E5B9)
+    z = (z ^ srl(z, 27)) * i64(0x94D049BB133111EB)
+    return z ^ srl(z, 31)
+
+
+def arange(n):
+    return np.arange(n, dtype=np.uint64) if np is not None else torch.arange(n, dtype=torch.int64)
 
 
 def draw(stream, index):
-    return mix((np.uint64(stream) << np.uint64(40)) | index.astype(np.uint64))
+    """The generator's value at (stream, index); top(v, k): its top k bits as int64."""
+    if np is not None:
+        return mix((np.uint64(stream) << np.uint64(40)) | index.astype(np.uint64))
+    return mix((stream << 40) | index)
+
+
+def top(v, k):
+    if np is not None:
+        return (v >> np.uint64(64 - k)).astype(np.int64)
+    return srl(v, 64 - k)
 
 
 def fans(a, layer):
@@ -46,25 +79,24 @@ def fans(a, layer):
 def init_weight(a, layer):
     """Layer's weights as PyTorch holds them, (fan_out, fan_in); train_mlp.c's column-major W."""
     fi, fo = fans(a, layer)
-    u = (draw(16 * a.seed + layer, np.arange(fi * fo, dtype=np.uint64)) >> np.uint64(40)).astype(np.float32)
-    u *= np.float32(2.0 ** -24)
-    w = (np.float32(2.0) * u - np.float32(1.0)) * np.float32(71.0 / 4096.0)
-    return np.ascontiguousarray(w.reshape(fi, fo).T)  # element r + c * fo is W(r, c)
+    u = torch.as_tensor(top(draw(16 * a.seed + layer, arange(fi * fo)), 24)).to(torch.float32) * (2.0 ** -24)
+    w = (2.0 * u - 1.0) * (71.0 / 4096.0)  # float32 arithmetic, as in C
+    return w.reshape(fi, fo).t().contiguous()  # element r + c * fo is W(r, c)
 
 
 def samples(a, first, count):
     """Features (count, in) as float32 and labels (count,) of samples first .. first + count - 1."""
-    s = np.arange(first, first + count, dtype=np.uint64)[:, None]
-    f = np.arange(a.inp, dtype=np.uint64)[None, :]
-    q = (draw(16 * a.seed + 8, s * np.uint64(a.inp) + f) >> np.uint64(56)).astype(np.int64)
-    t = (draw(16 * a.seed + 9, np.arange(a.out * a.inp, dtype=np.uint64)) >> np.uint64(60)).astype(np.int64) - 8
-    scores = q @ t.reshape(a.out, a.inp).T  # exact integers; argmax takes the first maximum
-    return (q.astype(np.float32) / np.float32(256.0)), np.argmax(scores, axis=1)
+    idx = arange(count * a.inp)
+    idx = idx + (first * a.inp)  # sample s, feature f at s * in + f
+    q = torch.as_tensor(top(draw(16 * a.seed + 8, idx), 8)).reshape(count, a.inp)
+    t = torch.as_tensor(top(draw(16 * a.seed + 9, arange(a.out * a.inp)), 4)).reshape(a.out, a.inp) - 8
+    scores = q.to(torch.float64) @ t.t().to(torch.float64)  # exact: |score| < 2^53; first maximum wins
+    return q.to(torch.float32) / 256.0, torch.argmax(scores, dim=1)
 
 
 class Model:
     def __init__(self, a, dev):
-        self.w0 = [torch.tensor(init_weight(a, l), device=dev) for l in (1, 2, 3)]
+        self.w0 = [init_weight(a, l).to(dev) for l in (1, 2, 3)]
         self.params = []
         for w in self.w0:
             self.params += [w.clone().requires_grad_(True), torch.zeros(w.shape[0], device=dev, requires_grad=True)]
@@ -140,8 +172,8 @@ def main():
     dev = torch.device(a.device)
     nb = min(a.batches, a.steps)
     x, y = samples(a, 0, nb * a.batch)
-    xb = torch.tensor(x, device=dev).view(nb, a.batch, a.inp)
-    yb = torch.tensor(y, device=dev).view(nb, a.batch)
+    xb = x.to(dev).view(nb, a.batch, a.inp)
+    yb = y.to(dev).view(nb, a.batch)
     model = Model(a, dev)
 
     losses = {}
