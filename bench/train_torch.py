@@ -4,9 +4,9 @@
 plain SGD, the same initial weights and the same minibatches, bit for bit (the counter-based
 generator of examples/train_mlp.h, in numpy, or in torch's int64 without it), TF32 off.
 Prints the step time eagerly and as one CUDA graph (medians of --repeat rounds with min and
-max; the graph step includes copying the
-minibatch into the graph's static inputs, as libgpar's does) and the loss of step --steps
-(default 100), eager and through the graph, each from the initial weights.
+max; the graph step includes copying the minibatch into the graph's static inputs, as
+libgpar's does) and the loss of step --steps (default 100), eager and through the graph, each
+from the initial weights.
 
     python3 bench/train_torch.py [--steps 100] [--batch 256] [--in 784] [--hidden 1024]
         [--out 10] [--lr 0.1] [--seed 1] [--batches 100] [--repeat 5] [--device cuda]
