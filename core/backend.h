@@ -62,6 +62,25 @@ typedef struct gpar__reduce_args {
   int dtype;         /* gpar_dtype */
 } gpar__reduce_args;
 
+/* An array op (core/array/) on host memory, run in plain C by the host backend's `array`
+ * entry (GPU backends run array ops as portable kernels instead). Matrices are column-major
+ * m x n with leading dimensions ld[]; a range is m elements, n = 1, ld = m. Offsets in
+ * elements, applied by the backend. Operands by kind:
+ *   UNARY  x[0] in, x[1] out (op: gpar_unop);  BINARY x[0] a, x[1] b, x[2] out (gpar_binop);
+ *   BCAST  x[0] A, x[1] v (axis gpar_axis), x[2] C;  REDUCE x[0] in, x[1] out (gpar_redop; axis:
+ *   GPAR_PER_ROW m results, GPAR_PER_COLUMN n, a range is one column);  SOFTMAX_XENT x[0] Z,
+ *   x[1] int32 labels, x[2] loss or NULL, x[3] G or NULL, scale;  ARGMAX x[0] A, x[1] int32 out.
+ * Every operand but labels and argmax's output has element type dtype (a gpar_dtype). */
+enum { GPAR__ARR_UNARY, GPAR__ARR_BINARY, GPAR__ARR_BCAST, GPAR__ARR_REDUCE, GPAR__ARR_SOFTMAX_XENT, GPAR__ARR_ARGMAX };
+typedef struct gpar__array_args {
+  int kind, op, dtype, axis;
+  size_t m, n;
+  void *x[4];
+  size_t off[4];
+  size_t ld[4];
+  double scale;
+} gpar__array_args;
+
 /* One member's part of a collective run by the backend's collective library (NCCL): the
  * backend's communicator from comm_create and this member's rank in it. Offset in bytes. */
 typedef struct gpar__coll_args {
@@ -223,6 +242,9 @@ typedef struct gpar__backend_ops {
   void (*comm_abort)(void *comm);
   /* CPU reduction for staged collectives (host backend). */
   int (*reduce)(gpar__bdev *dev, const gpar__reduce_args *a);
+  /* Array ops in plain C on host memory (host backend; optional: GPU backends run them as
+   * portable kernels). */
+  int (*array)(gpar__bdev *dev, const gpar__array_args *a);
   /* Graphs (optional; from the device's dispatcher thread). graph_begin starts capturing the
    * work enqueued on `lane` and on every lane that waits on an event recorded there; the core
    * joins those lanes back into `lane` before graph_end, which ends the capture and, when graph

@@ -776,6 +776,139 @@ GPAR_API int gpar_kernel_source(gpar_kernel kernel, int dev, char *buf, size_t c
  * reason in buf (and gpar_last_error). */
 GPAR_API int gpar_kernel_support(gpar_engine *eng, int dev, char *buf, size_t cap);
 
+/* ---- Array ops: elementwise, broadcasts, reductions, softmax cross-entropy, argmax ----
+ * Engine ops like any other: each call checks its arguments, declares the buffers it reads and
+ * writes, returns at once, and runs on the device of its output (every operand on that device,
+ * or all of them in host memory: GPAR_HOST buffers or the CPU device's, run by the CPU). On the
+ * CPU they are plain C on one CPU worker; on GPUs (CUDA, OpenCL) portable kernels built once
+ * per device and kept (see the kernels section). Recorded in graphs like any op.
+ * Conventions:
+ * - Element types: GPAR_FLOAT and GPAR_DOUBLE compute in their own precision; GPAR_HALF and
+ *   GPAR_BFLOAT16 are storage: each element is converted to float, computed in float, and
+ *   rounded to nearest even when stored. GPAR_INT32 is refused (GPAR_EINVAL) except where a
+ *   call names it (labels, argmax indices). GPAR_EINVAL for an unknown type or op.
+ * - Offsets, counts and leading dimensions are in elements. Matrices are column-major m x n
+ *   with leading dimension ld >= max(1, m); a range is count elements from its offset. Every
+ *   operand is range-checked (GPAR_ERANGE), even when it is empty.
+ * - Overlap: an elementwise output may be exactly one of its full-size inputs (same buffer,
+ *   offset and leading dimension: in place); any other overlap of an output with an input or
+ *   with another output, by address range as for GEMMs, is GPAR_EALIAS. Reductions, softmax
+ *   cross-entropy and argmax take no in-place operand.
+ * - Bad input (sizes, offsets, overlaps, types, operands on another device, stale handles) is
+ *   refused with nothing enqueued. Zero elements: an elementwise call over none returns GPAR_OK
+ *   with nothing enqueued; a reduction over none writes its identity (below).
+ * - NaN and infinity: arithmetic follows IEEE 754 in the compute type (a NaN input gives NaN;
+ *   1/0 is inf; log(0) is -inf, log(-1) and sqrt(-1) NaN). max and min propagate NaN (NumPy's
+ *   maximum, torch.maximum): max(a, b) is NaN when either is; so is a max or min reduction of
+ *   a range holding NaN, and a sum holding NaN (or +inf and -inf). This differs from the
+ *   collectives' GPAR_MAX and GPAR_MIN, which follow fmax and fmin (NCCL). Between -0 and +0,
+ *   which zero max and min return is unspecified. relu(NaN) is NaN.
+ * - Reductions use no float atomics: a result that needs several groups (a long range, a row
+ *   of many columns) runs in two passes, partial results per group into a temporary buffer,
+ *   then one group over them; otherwise one group (or work-item) makes each result. The order
+ *   is fixed by the device and the shape: one device gives the same bits on every run; devices
+ *   may differ in the last bits (each adds in its own order; the CPU sums float types in
+ *   double). */
+
+/* Elementwise unary ops: y = f(x). */
+typedef enum {
+  GPAR_UN_RELU = 0,    /* max(x, 0); NaN stays NaN */
+  GPAR_UN_EXP = 1,
+  GPAR_UN_LOG = 2,     /* natural logarithm */
+  GPAR_UN_TANH = 3,
+  GPAR_UN_SIGMOID = 4, /* 1 / (1 + exp(-x)) */
+  GPAR_UN_ABS = 5,
+  GPAR_UN_SQRT = 6,
+  GPAR_UN_NEG = 7      /* -x (flips the sign of zeros and NaNs too) */
+} gpar_unop;
+/* Elementwise binary ops: c = a op b. */
+typedef enum {
+  GPAR_BIN_ADD = 0, GPAR_BIN_SUB = 1, GPAR_BIN_MUL = 2, GPAR_BIN_DIV = 3,
+  GPAR_BIN_MAX = 4, /* NaN when either operand is NaN */
+  GPAR_BIN_MIN = 5  /* NaN when either operand is NaN */
+} gpar_binop;
+/* Which index of an m x n matrix a vector follows: GPAR_PER_ROW, m elements (v[i] for row i: a
+ * bias added to every column, or a row's reduction over the columns); GPAR_PER_COLUMN, n
+ * elements (v[j] for column j). */
+typedef enum { GPAR_PER_ROW = 0, GPAR_PER_COLUMN = 1 } gpar_axis;
+
+/* y[y_off + i] = op(x[x_off + i]) for i < count, on y's device. y may be x itself (same offset). */
+GPAR_API int gpar_unary(gpar_unop op, gpar_dtype dtype, size_t count, gpar_buffer x, size_t x_off,
+                        gpar_buffer y, size_t y_off);
+/* c[c_off + i] = a[a_off + i] op b[b_off + i] for i < count, on c's device. c may be a or b
+ * itself (same offset). */
+GPAR_API int gpar_binary(gpar_binop op, gpar_dtype dtype, size_t count, gpar_buffer a, size_t a_off,
+                         gpar_buffer b, size_t b_off, gpar_buffer c, size_t c_off);
+/* Broadcast: C(i, j) = A(i, j) op v[i] (axis GPAR_PER_ROW, v has m elements) or A(i, j) op v[j]
+ * (GPAR_PER_COLUMN, n elements), for the m x n column-major matrices A (lda) and C (ldc) on C's
+ * device: a bias add (GPAR_BIN_ADD, per row), scaling rows or columns (GPAR_BIN_MUL). C may be A
+ * itself (same offset and leading dimension); v may not overlap C. Rows past m are untouched. */
+GPAR_API int gpar_binary_bcast(gpar_binop op, gpar_dtype dtype, int m, int n, gpar_buffer a, size_t a_off, int lda,
+                               gpar_buffer v, size_t v_off, gpar_axis axis, gpar_buffer c, size_t c_off, int ldc);
+/* out[out_off] = the sum, max or min of x[x_off .. x_off + count), on out's device; count 0
+ * writes the identity (0, -inf, +inf). */
+GPAR_API int gpar_reduce_range(gpar_redop op, gpar_dtype dtype, size_t count, gpar_buffer x, size_t x_off,
+                               gpar_buffer out, size_t out_off);
+/* Reduce the m x n matrix A (lda) along one index into out: axis GPAR_PER_ROW gives m values,
+ * out[i] = op over j of A(i, j) (a bias gradient: the sum of each row over the batch);
+ * GPAR_PER_COLUMN gives n values, out[j] = op over i of A(i, j). A reduction over zero
+ * elements (n == 0 per row, m == 0 per column) writes the identity. */
+GPAR_API int gpar_reduce_matrix(gpar_redop op, gpar_dtype dtype, int m, int n, gpar_buffer a, size_t a_off, int lda,
+                                gpar_axis axis, gpar_buffer out, size_t out_off);
+/* Softmax cross-entropy of a batch: Z is k x n (ldz), one column of k class scores (logits) per
+ * sample; labels holds n GPAR_INT32 class indices. For each column j, with M = max_i Z(i, j)
+ * and S = sum_i exp(Z(i, j) - M) (stable: the max is subtracted first):
+ *   loss[j] = log(S) - (Z(y_j, j) - M)                     (the sample's cross-entropy)
+ *   G(i, j) = grad_scale * (exp(Z(i, j) - M) / S - [i == y_j])   (dloss/dZ, scaled)
+ * grad_scale is typically 1 / (global batch size). loss (n elements) and G (k x n, ldg) are
+ * each optional (a null handle, id 0, skips it; at least one is needed), of type dtype, and may
+ * overlap nothing. A label outside [0, k) gives loss NaN and G = grad_scale * softmax (no
+ * class subtracted). A column holding NaN gives NaN in its loss and gradient; +inf logits give
+ * NaN. On the device of loss (else G). */
+GPAR_API int gpar_softmax_xent(gpar_dtype dtype, int k, int n, gpar_buffer z, size_t z_off, int ldz,
+                               gpar_buffer labels, size_t labels_off, double grad_scale,
+                               gpar_buffer loss, size_t loss_off, gpar_buffer grad, size_t grad_off, int ldg);
+/* idx[idx_off + j] = the row i of the largest A(i, j) in column j of the m x n matrix A (lda),
+ * as GPAR_INT32: the first such row on ties; a NaN counts as larger than any number (the first
+ * NaN wins, as in NumPy); -1 for m == 0. On idx's device. */
+GPAR_API int gpar_argmax(gpar_dtype dtype, int m, int n, gpar_buffer a, size_t a_off, int lda,
+                         gpar_buffer idx, size_t idx_off);
+
+/* ---- Elementwise maps: a typed parameter list and an expression, one kernel ----
+ * In the spirit of CuPy's ElementwiseKernel. params lists the parameters, separated by commas:
+ * an array `DIR TYPE name` (DIR one of in, out, inout; TYPE one of i8 u8 i16 u16 i32 u32 i64 u64
+ * f32 f64 f16 bf16) or a scalar `TYPE name` (TYPE one of i32 u32 i64 u64 f32 f64); at least one
+ * out or inout array; names are C identifiers, not i or n, none another array's name + "_p".
+ * expr is C (the kernel dialect's) run for each index i < n: each array is its element i (f16
+ * and bf16 as f32; `in` ones read-only, `out` ones start at 0), each scalar its value, i and n
+ * the index and the count; the outputs' values are stored after it. Example:
+ *   gpar_map_create(eng, "axpy", "f32 a, in f32 x, inout f32 y", "y = a * x + y", &m);
+ * The map is one portable kernel (see above: built at its first launch on each device target,
+ * cached in memory and on disk; a compile error is GPAR_EBUILD at the launch, its log through
+ * gpar_map_kernel and gpar_kernel_log). A launch runs on the device of the first out or inout
+ * array; its arrays are checked as the array ops' operands are: n elements from each byte
+ * offset inside the buffer (GPAR_ERANGE), all on that device or all in host memory (GPAR_EINVAL),
+ * an output overlapping an input only exactly (in place, same offset; else GPAR_EALIAS) and
+ * never another output; each scalar must be of its declared type (gpar_arg_f32 for f32, ...).
+ * n == 0 returns GPAR_OK with nothing enqueued. The launch's reads are the in and inout arrays,
+ * its writes the out and inout ones: it is ordered by them like any op and recorded in graphs.
+ * A gpar_map is a handle of the one rule (released, stale or foreign: GPAR_EINVAL, forever). */
+typedef struct gpar_map {
+  uint64_t id; /* opaque; 0 is never valid */
+} gpar_map;
+
+/* Make a map on eng named name (a C identifier: its kernel's name in traces and logs) from params
+ * and expr (copied). GPAR_EINVAL with the column for a parameter list that does not parse. */
+GPAR_API int gpar_map_create(gpar_engine *eng, const char *name, const char *params, const char *expr,
+                             gpar_map *map);
+/* Run the map for i < n with nargs arguments, one per parameter in order: gpar_arg_buffer(buf,
+ * byte offset) for an array, a typed scalar (gpar_arg_f32 ...) for a scalar. Returns at once. */
+GPAR_API int gpar_map_launch(gpar_map map, size_t n, const gpar_arg *args, int nargs);
+/* The map's kernel, for gpar_kernel_build, _info, _log and _source (valid while the map is). */
+GPAR_API int gpar_map_kernel(gpar_map map, gpar_kernel *kernel);
+/* End the handle; the kernel goes after the map's launches in flight. */
+GPAR_API int gpar_map_release(gpar_map map);
+
 #ifdef __cplusplus
 }
 #endif

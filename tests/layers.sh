@@ -5,7 +5,8 @@
 #   1 engine     core/engine/
 #   2 api        core/api/
 #   3 graph|comm|kernel  core/graph/, core/comm/ and core/kernel/ (siblings: none uses another)
-#   4 lifecycle  core/lifecycle/
+#   4 array      core/array/ (array ops, above the kernels)
+#   5 lifecycle  core/lifecycle/
 # A file may use its own layer and the ones below only. Three checks:
 #  1. includes: every #include "..." of a core/ or backends/ file names a header of its own
 #     layer or below (a backend includes only backend.h, gpar.h and its own folder's headers);
@@ -31,7 +32,8 @@ rank_of() {
   core/graph/* | graph/*) echo 3g ;;
   core/comm/* | comm/*) echo 3c ;;
   core/kernel/* | kernel/*) echo 3k ;;
-  core/lifecycle/* | lifecycle/*) echo 4 ;;
+  core/array/* | array/*) echo 4 ;;
+  core/lifecycle/* | lifecycle/*) echo 5 ;;
   *) echo none ;;
   esac
 }

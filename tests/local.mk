@@ -290,5 +290,17 @@ tests_kernel_engine_SOURCES = tests/kernel_engine.c tests/kernel_util.h $(GPAR_T
 tests_kernel_engine_LDADD = libgpar.la
 tests_kernel_cuda_fault_SOURCES = tests/kernel_cuda_fault.c tests/kernel_util.h $(GPAR_TEST_HDRS)
 tests_kernel_cuda_fault_LDADD = libgpar.la
+# array: the array ops (core/array/): conformance on every device against a plain reference, bad
+# input refused with nothing queued, and the training step's loss against a plain-C reference on
+# every device and split across all of them.
+GPAR_TAP_TESTS += tests/array
+tests_array_SOURCES = tests/array.c tests/array_ref.h $(GPAR_TEST_HDRS)
+tests_array_LDADD = libgpar.la -lm
+GPAR_TAP_TESTS += tests/array_badinput
+tests_array_badinput_SOURCES = tests/array_badinput.c $(GPAR_TEST_HDRS)
+tests_array_badinput_LDADD = libgpar.la
+GPAR_TAP_TESTS += tests/array_train
+tests_array_train_SOURCES = tests/array_train.c $(GPAR_TRAIN_SOURCES) $(GPAR_TEST_HDRS)
+tests_array_train_LDADD = libgpar.la -lm
 
 # ---------------------------------------------------------------- end of tests being added

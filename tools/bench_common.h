@@ -202,6 +202,20 @@ int bench_comm_subcommand(const char *name, int (**run)(bench_ctx *));
   "  data-parallel per device 8 GEMM layers (--size, GPU 4096) forward, backward with each\n"    \
   "                gradient allreduced at once, update; 1 device vs all, with/without allreduce\n"
 
+/* tools/bench_array.c: the array ops' bandwidth next to hand kernels; tools/bench_train.c: the
+ * training step. bench_array_subcommand: 1, with *run and *all_devices set, when name is one. */
+int bench_array(bench_ctx *ctx);
+int bench_train(bench_ctx *ctx);
+int bench_array_subcommand(const char *name, int (**run)(bench_ctx *), int *all_devices);
+#define BENCH_ARRAY_USAGE                                                                       \
+  "  array         gpar_binary, an elementwise map (saxpy) and gpar_reduce_range (sum) on the\n" \
+  "                first device next to hand kernels launched the raw way (saxpy, a two-pass\n"  \
+  "                sum): GB/s and ratios; --sizes takes exponents (GPU 20,24,28; CPU 16,20,24)\n" \
+  "  train         the d2l data-parallel MLP step (examples/train_mlp.c, 784-SIZE-SIZE-10,\n"   \
+  "                batch 256) on every selected device: loss after --iters steps (100) eager\n" \
+  "                and through graphs, time per step of both; with several devices also one\n"  \
+  "                device and the speedup (bench/train_torch.py is the PyTorch peer)\n"
+
 /* Read a Chrome trace-event JSON (one event per line) and write an SVG timeline.
  * Returns 0, or -1 after printing why on stderr. */
 /* from_us < to_us: only ops overlapping that window of trace time are drawn. */

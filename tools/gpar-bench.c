@@ -81,6 +81,7 @@ static void usage(FILE *f) {
           "                into Markdown on stdout, with SVG charts in --outdir\n"
           BENCH_COMM_USAGE
           BENCH_BLAS_USAGE
+          BENCH_ARRAY_USAGE
           "\n"
           "Options:\n"
           "  --backend B      host, cuda or opencl (default: first backend with a GPU, else\n"
@@ -273,6 +274,7 @@ int main(int argc, char **argv) {
     all_devices = 1;
   } else if (bench_blas_subcommand(ctx.o.subcommand, &run)) { /* tools/bench_blas.c */
     ctx.o.raw = 1; /* always next to the vendor call */
+  } else if (bench_array_subcommand(ctx.o.subcommand, &run, &all_devices)) { /* tools/bench_array.c */
   } else {
     fprintf(stderr, "gpar-bench: unknown subcommand '%s'\n", ctx.o.subcommand);
     usage(stderr);

@@ -19,17 +19,19 @@ tools_gpar_bench_SOURCES = tools/gpar-bench.c \
 	tools/bench_devices.c tools/bench_json.c tools/bench_meta.c tools/bench_chart.c \
 	tools/bench_trace.c tools/bench_common.c tools/bench_common.h \
 	tools/raw.h tools/raw_host.c tools/raw_nccl.h tools/raw_blas.h tools/raw_blas_host.c tools/raw_kernel.h \
-	tools/raw_kernel_host.c
-TOOLS_RAW_CPPFLAGS =
+	tools/raw_kernel_host.c tools/bench_array.c tools/bench_train.c tools/raw_array.h tools/raw_array_host.c \
+	$(GPAR_TRAIN_SOURCES)
+TOOLS_RAW_CPPFLAGS = -I$(top_srcdir)/examples
 TOOLS_RAW_LIBS =
 if HAVE_CUDA
 tools_gpar_bench_SOURCES += tools/raw_cuda.c tools/raw_blas_cuda.c
 TOOLS_RAW_CPPFLAGS += $(CUDA_CPPFLAGS)
 TOOLS_RAW_LIBS += $(CUDA_LDFLAGS) $(CUDA_LIBS)
 endif
-# The hand-written CUDA kernel loop links NVRTC (libgpar itself only loads it at run time).
+# The hand-written CUDA kernel loops (gpar-bench kernel, array) link NVRTC (libgpar itself only
+# loads it at run time).
 if HAVE_NVRTC_LINK
-tools_gpar_bench_SOURCES += tools/raw_kernel_cuda.c
+tools_gpar_bench_SOURCES += tools/raw_kernel_cuda.c tools/raw_array_cuda.c
 TOOLS_RAW_LIBS += -lnvrtc
 endif
 if HAVE_NCCL
@@ -38,12 +40,12 @@ TOOLS_RAW_CPPFLAGS += $(NCCL_CPPFLAGS)
 TOOLS_RAW_LIBS += $(NCCL_LDFLAGS) $(NCCL_LIBS)
 endif
 if HAVE_OPENCL
-tools_gpar_bench_SOURCES += tools/raw_opencl.c tools/raw_blas_opencl.c tools/raw_kernel_opencl.c
+tools_gpar_bench_SOURCES += tools/raw_opencl.c tools/raw_blas_opencl.c tools/raw_kernel_opencl.c tools/raw_array_opencl.c
 TOOLS_RAW_CPPFLAGS += $(OPENCL_CFLAGS) -DCL_TARGET_OPENCL_VERSION=120
 TOOLS_RAW_LIBS += $(OPENCL_LIBS)
 endif
 EXTRA_DIST += tools/raw_cuda.c tools/raw_opencl.c tools/raw_nccl.c tools/raw_blas_cuda.c tools/raw_blas_opencl.c \
-	tools/raw_kernel_cuda.c tools/raw_kernel_opencl.c
+	tools/raw_kernel_cuda.c tools/raw_kernel_opencl.c tools/raw_array_cuda.c tools/raw_array_opencl.c
 # `gpar-bench report` reads JSON with jansson; without it the subcommand says it was not built.
 if HAVE_JANSSON
 TOOLS_RAW_CPPFLAGS += -DGPAR_HAVE_JANSSON=1 $(JANSSON_CFLAGS)
@@ -78,6 +80,8 @@ EXTRA_DIST += bench/sweep-gpu.sh tools/mkman.sh man/gpar-bench.h2m man/gpar-info
 # tests/bench/engine_ab.tap runs the engine ones in `make check`).
 EXTRA_DIST += bench/check-gpu.sh bench/engine-gpu.sh bench/engine-table.py bench/overhead-ab.py \
 	bench/breakdown-trace.py bench/run-comm-gpu.sh bench/kernel-gpu.sh bench/kernel-table.py
+# The array ops' and the training step's GPU call, and the training step's PyTorch peer.
+EXTRA_DIST += bench/train-gpu.sh bench/train_torch.py
 GPAR_MKMAN = $(SHELL) $(top_srcdir)/tools/mkman.sh '$(HELP2MAN)' '$(PACKAGE_VERSION)'
 man/gpar-bench.1: $(top_srcdir)/tools/gpar-bench.c $(top_srcdir)/man/gpar-bench.h2m $(top_srcdir)/configure.ac \
 		| tools/gpar-bench$(EXEEXT)

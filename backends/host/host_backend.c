@@ -110,6 +110,7 @@ const gpar__backend_ops gpar__host_backend = {
     .scal = gpar__host_scal,
     .dot = gpar__host_dot,
     .reduce = gpar__host_reduce,
+    .array = gpar__host_array,
     .kernel_target = gpar__host_kernel_target,
     .kernel_source = gpar__host_kernel_source,
     .kernel_compile = gpar__host_kernel_compile,

@@ -14,6 +14,8 @@ GPAR__HIDDEN void gpar__host_cpuinfo(const char *key, char *out, size_t n);
 
 /* CPU reduction of staged collectives (host_reduce.c). */
 GPAR__HIDDEN int gpar__host_reduce(gpar__bdev *dev, const gpar__reduce_args *a);
+/* Array ops in plain C (host_array.c). */
+GPAR__HIDDEN int gpar__host_array(gpar__bdev *dev, const gpar__array_args *a);
 
 /* The BLAS entries (host_blas.c): OpenBLAS on the calling worker. */
 GPAR__HIDDEN int gpar__host_gemm(gpar__bdev *dev, int lane, const gpar__gemm_args *g);

@@ -36,6 +36,7 @@
  *   gpar__registry_mu          engine slots; held alone (registry.c)
  *   table->mu                  a handle table's growth and free list (handle.c); held alone
  *   ks->mu (kernel/)           an engine's kernel builds, kinds and device targets; held alone
+ *   states_mu (array/kernels.c) the engines' tables of array kernels, their limits; held alone
  * Locks of the layers above (graph/, comm/, kernel/) are never held while calling into the engine,
  * except as their headers state. Every lock is taken and released in one function (link_op
  * takes and releases its buffers' locks together); a function that needs a lock held on entry

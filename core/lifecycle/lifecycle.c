@@ -1,12 +1,13 @@
 /* lifecycle.c: the engine's lifecycle, the top of core/: the one list of backends, the one
  * reader of the GPAR_* environment, gpar_init (open backends and devices, start their threads)
- * and gpar_shutdown (drain, then destroy the engine's graphs, communicators and kernels, join,
+ * and gpar_shutdown (drain, then destroy the engine's graphs, communicators, maps and kernels, join,
  * free).
  * Engine slots and tokens live in engine/registry.c. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "array/array.h"
 #include "comm/comm.h"
 #include "graph/graph.h"
 #include "kernel/kernel.h"
@@ -245,6 +246,7 @@ GPAR_API int gpar_shutdown(gpar_engine *e) {
   gpar__engine_wait_callers(eng);
   gpar__comm_shutdown(eng);  /* comm/: the engine's communicators */
   gpar__graph_shutdown(eng); /* graph/: its graphs, their buffers and backend graphs */
+  gpar__array_shutdown(eng); /* array/: its maps and the table of its array kernels */
   if (eng->tracing == 2) gpar__trace_write(eng);
   gpar__kernel_shutdown(eng); /* kernel/: its kernels and caches (after the trace: it names them) */
   engine_free_resources(eng);

@@ -9,8 +9,11 @@
  * valid, missing and repeated devices, info, destroy, stale and forged handles) and the four
  * collectives (valid and invalid arguments, members sharing a buffer), kernels (create with good
  * and bad signatures and names, launches with wrong counts, kinds, buffers, offsets, devices and
- * grids, builds, info, logs, sources, releases, stale and forged handles), and shutdown
- * mid-program, with a thread racing it (fills, submits, an allreduce).
+ * grids, builds, info, logs, sources, releases, stale and forged handles), the array ops (unary,
+ * binary, broadcast, reductions, softmax cross-entropy, argmax: bad ops, types, shapes, ranges,
+ * overlaps, devices; accepted ones on host memory) and elementwise maps (create from valid and
+ * invalid parameter lists, launch with wrong counts, kinds and offsets, release, stale and forged
+ * handles), and shutdown mid-program, with a thread racing it (fills, submits, an allreduce).
  * The oracle: a shadow model of the buffers, graphs and communicators predicts which calls must
  * be refused, and with which statuses (a refusal must be one of them, an accepted call must have
  * none); every other status is one gpar.h documents for that call; a collective on known data
@@ -411,8 +414,11 @@ static void *race_fn(void *p) {
   return NULL;
 }
 
+static void maps_shutdown(int i, int clean);
+
 static void eng_shutdown(int i, int clean) {
   gpar_stats s;
+  maps_shutdown(i, clean);
   if (clean) { /* end the recording, destroy graphs and communicators, release everything,
                   drain: the counters must be back to zero */
     if (rec_eng == i) end_recording(i);
@@ -1049,6 +1055,258 @@ static void do_config(void) {
     if (!(c.backends & (unsigned)es[e].info[d].backend_id)) fail("gpar_config_get", st, "backends lacks a device's backend");
 }
 
+/* ------------------------------------------------------------------ array ops and maps */
+
+/* Array calls: the model walks the operands in the order the library checks them (handles and
+ * ranges one by one, then devices, then overlap) and predicts the first refusal; the checks of
+ * ops, types and shapes come before and are all GPAR_EINVAL. An accepted call whose output is
+ * not in host memory is left out: it would build GPU kernels (PoCL: hundreds of ms each) inside
+ * libFuzzer's per-input timeout; tests/array runs them. */
+typedef struct fz_opnd {
+  const shadow_buf *b;
+  size_t off, rows, cols, ld, es;
+  int tag, out, inplace, optional;
+} fz_opnd;
+
+static size_t fz_es(int dt) { return dt == GPAR_DOUBLE ? 8 : dt == GPAR_FLOAT || dt == GPAR_INT32 ? 4 : dt == GPAR_HALF || dt == GPAR_BFLOAT16 ? 2 : 0; }
+static int fz_float(int dt) { return dt >= GPAR_FLOAT && dt <= GPAR_BFLOAT16; }
+static int fz_shape_bad(int m, int n, int ld) { return m < 0 || n < 0 || ld < (m > 1 ? m : 1); }
+static fz_opnd fz_range(const shadow_buf *b, size_t off, size_t count, int dt, int out) {
+  return (fz_opnd){b, off, count, 1, count ? count : 1, fz_es(dt), dt, out, 0, 0};
+}
+static fz_opnd fz_matrix(const shadow_buf *b, size_t off, int m, int n, int ld, int dt, int out) {
+  return (fz_opnd){b, off, (size_t)m, (size_t)n, (size_t)ld, fz_es(dt), dt, out, 0, 0};
+}
+static unsigned __int128 fz_end(const fz_opnd *o) {
+  if (!o->rows || !o->cols) return o->off;
+  return (unsigned __int128)o->off + (unsigned __int128)(o->cols - 1) * o->ld + o->rows;
+}
+
+/* The first refusal the library makes for operands o[0..n) (0: accepted); *home: the output
+ * whose device runs it. */
+static smask fz_operands(const fz_opnd *o, int n, int *home) {
+  int first = -1;
+  *home = -1;
+  for (int i = 0; i < n; i++) {
+    if (!o[i].b->h.id && !o[i].optional) return S(GPAR_EBADBUF);
+    if (o[i].b->h.id && first < 0) first = i;
+    if (o[i].b->h.id && o[i].out && *home < 0) *home = i;
+  }
+  if (*home < 0) return S(GPAR_EINVAL);
+  if (o[first].b->state != H_LIVE) return S_BADH;
+  int e = o[first].b->eng;
+  for (int i = 0; i < n; i++) {
+    const shadow_buf *b = o[i].b;
+    if (!b->h.id) continue;
+    if (b->state != H_LIVE) return S_BADH;
+    if (b->eng != e) return S(GPAR_EENGINE);
+    size_t have = b->bytes / o[i].es;
+    if (fz_end(&o[i]) > have || o[i].off > have) return S(GPAR_ERANGE);
+  }
+  const shadow_buf *h = o[*home].b;
+  for (int i = 0; i < n; i++)
+    if (o[i].b->h.id && (hostmem(o[i].b) != hostmem(h) || (!hostmem(h) && o[i].b->dev != h->dev))) return S(GPAR_EINVAL);
+  for (int i = 0; i < n; i++) {
+    if (!o[i].b->h.id || !o[i].out) continue;
+    for (int j = 0; j < n; j++) {
+      const fz_opnd *p = &o[j], *q = &o[i];
+      if (j == i || !same(p->b->h, q->b->h) || (p->out && j < i)) continue;
+      unsigned __int128 ei = fz_end(q), ej = fz_end(p);
+      if (ei == q->off || ej == p->off) continue;
+      if (q->off * q->es >= ej * p->es || p->off * p->es >= ei * q->es) continue;
+      int exact = !p->out && p->inplace && q->inplace && p->tag == q->tag && p->off == q->off && p->rows == q->rows &&
+                  p->cols == q->cols && (p->cols <= 1 || p->ld == q->ld);
+      if (!exact) return S(GPAR_EALIAS);
+    }
+  }
+  return 0;
+}
+
+static size_t fz_count(void) {
+  static const size_t c[] = {0, 1, 3, 64, 1000, SIZE_MAX, SIZE_MAX / 2 + 1, 17};
+  return c[u8() % 8];
+}
+static int fz_dim(void) {
+  static const int d[] = {0, 1, 2, 3, 7, 16, -1, INT_MIN};
+  return d[u8() % 8];
+}
+static int fz_ld(int rows) {
+  unsigned v = u8() % 8;
+  int want = rows > 1 ? rows : 1;
+  return v == 0 ? want - 1 : v == 1 ? 0 : v == 2 ? INT_MAX : v == 3 ? -3 : want + (int)(v - 4);
+}
+static size_t fz_off(void) {
+  unsigned v = u8() % 8;
+  return v == 0 ? SIZE_MAX : v == 1 ? SIZE_MAX / 8 : v >= 5 ? 0 : (size_t)(u16() % 512);
+}
+
+/* The call's operands as the library sees them, its pre-checks (must: GPAR_EINVAL) and the
+ * call itself; k picks the call. */
+static void do_array(void) {
+  static const int dts[] = {GPAR_FLOAT, GPAR_DOUBLE, GPAR_HALF, GPAR_BFLOAT16, GPAR_FLOAT, GPAR_INT32, 9, -1};
+  int k = (int)(u8() % 7), dt = dts[u8() % 8], op = (int)(u8() % 10) - 1, axis = (int)(u8() % 3);
+  shadow_buf b0 = *pick(), b1 = *pick(), b2 = *pick(), b3 = *pick(); /* (pick's forged slot: copies) */
+  fz_opnd o[4];
+  int n = 0, home, empty = 0, bad = !fz_float(dt), m = fz_dim(), c = fz_dim(), ld0 = fz_ld(m), ld1 = fz_ld(m);
+  size_t cnt = fz_count(), off[4] = {fz_off(), fz_off(), fz_off(), fz_off()};
+  double scale = u8() % 8 ? 0.5 : NAN;
+  if (k == 0) { /* unary */
+    bad |= op < 0 || op > 7, empty = cnt == 0;
+    o[n++] = fz_range(&b0, off[0], cnt, dt, 0), o[n++] = fz_range(&b1, off[1], cnt, dt, 1);
+    o[0].inplace = o[1].inplace = 1;
+  } else if (k == 1) { /* binary */
+    bad |= op < 0 || op > 5, empty = cnt == 0;
+    o[n++] = fz_range(&b0, off[0], cnt, dt, 0), o[n++] = fz_range(&b1, off[1], cnt, dt, 0);
+    o[n++] = fz_range(&b2, off[2], cnt, dt, 1);
+    o[0].inplace = o[1].inplace = o[2].inplace = 1;
+  } else if (k == 2) { /* broadcast */
+    bad |= op < 0 || op > 5 || axis > 1 || fz_shape_bad(m, c, ld0) || fz_shape_bad(m, c, ld1), empty = m == 0 || c == 0;
+    o[n++] = fz_matrix(&b0, off[0], m, c, ld0, dt, 0);
+    o[n++] = fz_range(&b1, off[1], (size_t)(axis == GPAR_PER_ROW ? m : c), dt, 0);
+    o[n++] = fz_matrix(&b2, off[2], m, c, ld1, dt, 1);
+    o[0].inplace = o[2].inplace = 1;
+  } else if (k == 3 || k == 4) { /* reductions */
+    bad |= op < 0 || op > 2 || (k == 4 && (axis > 1 || fz_shape_bad(m, c, ld0)));
+    int nout = axis == GPAR_PER_ROW ? m : c;
+    empty = k == 4 && nout == 0;
+    o[n++] = k == 3 ? fz_range(&b0, off[0], cnt, dt, 0) : fz_matrix(&b0, off[0], m, c, ld0, dt, 0);
+    o[n++] = fz_range(&b1, off[1], k == 3 ? 1 : (size_t)nout, dt, 1);
+  } else if (k == 5) { /* softmax cross-entropy; loss and G optional */
+    if (u8() % 4 == 0) b2.h = (gpar_buffer){0, 0};
+    if (u8() % 4 == 0) b3.h = (gpar_buffer){0, 0};
+    bad |= fz_shape_bad(m, c, ld0) || (b3.h.id && fz_shape_bad(m, c, ld1)) || scale != scale || (!b2.h.id && !b3.h.id);
+    empty = c == 0;
+    o[n++] = fz_matrix(&b0, off[0], m, c, ld0, dt, 0), o[n++] = fz_range(&b1, off[1], (size_t)c, GPAR_INT32, 0);
+    o[n++] = fz_range(&b2, off[2], (size_t)c, dt, 1), o[n++] = fz_matrix(&b3, off[3], m, c, b3.h.id ? ld1 : 1, dt, 1);
+    o[2].optional = o[3].optional = 1;
+  } else { /* argmax */
+    bad |= fz_shape_bad(m, c, ld0), empty = c == 0;
+    o[n++] = fz_matrix(&b0, off[0], m, c, ld0, dt, 0), o[n++] = fz_range(&b1, off[1], (size_t)c, GPAR_INT32, 1);
+  }
+  smask must = bad ? S(GPAR_EINVAL) : fz_operands(o, n, &home);
+  if (!must && !empty && !hostmem(o[home].b)) return; /* a GPU run: see above */
+  int e = must ? -1 : eng_of(o[home].b), st;
+  switch (k) {
+  case 0: st = gpar_unary((gpar_unop)op, (gpar_dtype)dt, cnt, b0.h, off[0], b1.h, off[1]); break;
+  case 1: st = gpar_binary((gpar_binop)op, (gpar_dtype)dt, cnt, b0.h, off[0], b1.h, off[1], b2.h, off[2]); break;
+  case 2:
+    st = gpar_binary_bcast((gpar_binop)op, (gpar_dtype)dt, m, c, b0.h, off[0], ld0, b1.h, off[1], (gpar_axis)axis, b2.h,
+                           off[2], ld1);
+    break;
+  case 3: st = gpar_reduce_range((gpar_redop)op, (gpar_dtype)dt, cnt, b0.h, off[0], b1.h, off[1]); break;
+  case 4:
+    st = gpar_reduce_matrix((gpar_redop)op, (gpar_dtype)dt, m, c, b0.h, off[0], ld0, (gpar_axis)axis, b1.h, off[1]);
+    break;
+  case 5:
+    st = gpar_softmax_xent((gpar_dtype)dt, m, c, b0.h, off[0], ld0, b1.h, off[1], scale, b2.h, off[2], b3.h, off[3], ld1);
+    break;
+  default: st = gpar_argmax((gpar_dtype)dt, m, c, b0.h, off[0], ld0, b1.h, off[1]);
+  }
+  static const char *const names[7] = {"gpar_unary", "gpar_binary", "gpar_binary_bcast", "gpar_reduce_range",
+                                       "gpar_reduce_matrix", "gpar_softmax_xent", "gpar_argmax"};
+  check(names[k], st, must, async_may(e));
+}
+
+/* Maps: a fixed set of texts (the valid ones build once per process and target), created on
+ * either engine, launched with arguments of the right and wrong kinds over picked buffers. */
+#define MAXMAP 4
+enum { M_NONE, M_LIVE, M_STALE };
+typedef struct shadow_map {
+  gpar_map m;
+  int state, eng, spec;
+} shadow_map;
+static shadow_map maps[MAXMAP];
+static int nmaps;
+static const struct map_spec {
+  const char *params, *expr;
+  int ok;        /* gpar_map_create accepts it */
+  int builds;    /* its kernel compiles */
+  int np;        /* parameters: array element size, 0 for a scalar */
+  /* per parameter: element size (0: a scalar), written, the scalar's gpar_arg kind, the element
+   * type (an output is exactly in place over an input of its own type only) */
+  int es[3], out[3], arg[3], type[3];
+} specs[] = {
+    {"f32 a, in f32 x, inout f32 y", "y = a * x + y", 1, 1, 3, {0, 4, 4}, {0, 0, 1}, {GPAR_ARG_F32, 0, 0}, {0, 1, 1}},
+    {"out f32 z, in f64 w", "z = (gpar_f32)w", 1, 1, 2, {4, 8, 0}, {1, 0, 0}, {0, 0, 0}, {1, 2, 0}},
+    {"in f16 h, out bf16 b, u32 k", "b = h * (gpar_f32)k", 1, 1, 3, {2, 2, 0}, {0, 1, 0}, {0, 0, GPAR_ARG_U32}, {3, 4, 0}},
+    {"in f32 x, out f32 y", "y = x +", 1, 0, 2, {4, 4, 0}, {0, 1, 0}, {0, 0, 0}, {1, 1, 0}},
+    {"in f32 x", "x", 0, 0, 0, {0}, {0}, {0}, {0}},
+    {"foo f32 x, out f32 y", "y = 1", 0, 0, 0, {0}, {0}, {0}, {0}},
+    {"in f32 i, out f32 y", "y = i", 0, 0, 0, {0}, {0}, {0}, {0}},
+    {"inout f32 x, out f32 x", "x = 1", 0, 0, 0, {0}, {0}, {0}, {0}},
+};
+
+static shadow_map *pick_map(void) {
+  static shadow_map forged;
+  if (!nmaps || u8() % 8 == 0) { /* a never-made handle, or a live one with a bit off */
+    forged = (shadow_map){{nmaps ? maps[u8() % nmaps].m.id ^ (1ull << (u8() % 64)) : (uint64_t)u16()}, M_STALE, 0, 0};
+    for (int k = 0; k < nmaps; k++)
+      if (maps[k].m.id == forged.m.id) return &maps[k];
+    return &forged;
+  }
+  return &maps[u8() % nmaps];
+}
+
+/* Engine i shuts down: a clean shutdown releases its live maps first; its maps are gone after. */
+static void maps_shutdown(int i, int clean) {
+  for (int k = 0; k < nmaps; k++) {
+    if (maps[k].eng != i || maps[k].state != M_LIVE) continue;
+    if (clean) check_id("gpar_map_release (end)", gpar_map_release(maps[k].m), 0, 0, maps[k].m.id);
+    maps[k].state = M_STALE;
+  }
+}
+
+static void do_map_create_release(void) {
+  if (u8() % 4 == 0) { /* release */
+    shadow_map *m = pick_map();
+    check_id("gpar_map_release", gpar_map_release(m->m), m->state == M_LIVE ? 0 : S(GPAR_EINVAL), 0, m->m.id);
+    m->state = m->state == M_NONE ? M_NONE : M_STALE;
+    return;
+  }
+  int e = pick_eng(), spec = (int)(u8() % (sizeof specs / sizeof specs[0]));
+  if (e < 0) return;
+  gpar_map m = {0x77};
+  int st = gpar_map_create(es[e].e, "fz_map", specs[spec].params, specs[spec].expr, &m);
+  check("gpar_map_create", st, !es[e].live ? S(GPAR_ESHUTDOWN) : specs[spec].ok ? 0 : S(GPAR_EINVAL), 0);
+  if (st != GPAR_OK) {
+    if (m.id) fail("gpar_map_create", st, "*map not the null handle after a failure");
+    return;
+  }
+  int slot = nmaps < MAXMAP ? nmaps++ : (int)(u8() % MAXMAP);
+  if (maps[slot].state == M_LIVE) check_id("gpar_map_release (evict)", gpar_map_release(maps[slot].m), 0, 0, maps[slot].m.id);
+  maps[slot] = (shadow_map){m, M_LIVE, e, spec};
+}
+
+static void do_map_launch(void) {
+  shadow_map *m = pick_map();
+  const struct map_spec *sp = &specs[m->spec];
+  size_t n = fz_count() % 2048;
+  int na = sp->np + (u8() % 8 == 0 ? 1 : 0), wrong = -1, home = -1;
+  shadow_buf b[4];
+  gpar_arg a[4];
+  fz_opnd o[3];
+  int no = 0;
+  for (int j = 0; j < na && j < 4; j++) {
+    if (j >= sp->np || !sp->es[j]) { /* a scalar, sometimes of the wrong kind */
+      int kind = u8() % 6 == 0 ? GPAR_ARG_F64 : j < sp->np ? sp->arg[j] : GPAR_ARG_I32;
+      if (j < sp->np && kind != sp->arg[j] && wrong < 0) wrong = j;
+      a[j] = kind == GPAR_ARG_F32 ? gpar_arg_f32(0.5f) : kind == GPAR_ARG_U32 ? gpar_arg_u32(3) : kind == GPAR_ARG_I32 ? gpar_arg_i32(1) : gpar_arg_f64(2);
+      continue;
+    }
+    b[j] = *pick();
+    size_t off = u8() % 4 == 0 ? (size_t)u16() % 64 : (size_t)(u16() % 256) * (size_t)sp->es[j];
+    a[j] = gpar_arg_buffer(b[j].h, off);
+    if (off % (size_t)sp->es[j] && wrong < 0) wrong = j;
+    o[no] = (fz_opnd){&b[j], off / (size_t)sp->es[j], n, 1, n ? n : 1, (size_t)sp->es[j], 100 + sp->type[j], sp->out[j], 1, 0};
+    no++;
+  }
+  smask must = m->state != M_LIVE ? S(GPAR_EINVAL) : na != sp->np || wrong >= 0 ? S(GPAR_EINVAL) : fz_operands(o, no, &home);
+  if (!must && o[home].b->eng != m->eng) must = S(GPAR_EENGINE);
+  if (!must && n && !hostmem(o[home].b)) return; /* a GPU run: see do_array */
+  smask may = must ? 0 : async_may(m->eng) | S(GPAR_ENOTSUP) | (sp->builds ? 0 : S(GPAR_EBUILD));
+  check_id("gpar_map_launch", gpar_map_launch(m->m, n, a, na), must, may, m->m.id);
+}
+
 /* ------------------------------------------------------------------ graphs */
 
 static long known_skips; /* calls left out for a known defect */
@@ -1538,10 +1796,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   memset(cs, 0, sizeof cs);
   memset(kk, 0, sizeof kk);
   nk = 0;
+  memset(maps, 0, sizeof maps);
+  nmaps = 0;
   eng_init(0);
   if (u8() % 4 == 0) eng_init(1);
   for (int op = 0; op < MAXOPS && in_n; op++) {
-    switch (u8() % 36) {
+    switch (u8() % 40) {
     case 0: case 1: do_create(); break;
     case 2: do_release(); break;
     case 3: do_query(); break;
@@ -1573,6 +1833,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     case 32: do_kernel_create(); break;
     case 33: case 34: do_kernel_launch(); break;
     case 35: do_kernel_call(); break;
+    case 36: case 37: do_array(); break;
+    case 38: do_map_create_release(); break;
+    case 39: do_map_launch(); break;
     }
   }
   for (int e = 0; e < 2; e++) {
