@@ -12,7 +12,7 @@ int main(void) {
     gpar_shutdown(eng);
     skip_all("no CUDA device");
   }
-  plan(5);
+  plan(6);
   gpar_kernel bad = ku_kernel(eng, "out_of_bounds", "out u32 *y", "y[(gpar_u64)1 << 40] = 1u;", NULL);
   gpar_kernel good = ku_kernel(eng, "fine", "out u32 *y", "y[GPAR_GLOBAL_ID(0)] = 5u;", NULL);
   gpar_buffer y = tu_buffer(eng, cuda, 256), h = tu_buffer(eng, GPAR_HOST, 256);

@@ -150,20 +150,42 @@ static char *build_log(cl_program prog, cl_device_id id) {
   return log;
 }
 
-/* The binary of a program built for one device (malloc'ed). */
-static int program_binary(cl_program prog, void **bin, size_t *len) {
-  size_t n = 0;
-  cl_int err = clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof n, &n, NULL);
-  if (err != CL_SUCCESS) return gpar__cl_fail("clGetProgramInfo(CL_PROGRAM_BINARY_SIZES)", err);
-  unsigned char *b = malloc(n ? n : 1);
-  if (!b) return gpar__errorf(GPAR_ENOMEM, "opencl: out of host memory");
-  if ((err = clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof b, &b, NULL)) != CL_SUCCESS) {
-    free(b);
-    return gpar__cl_fail("clGetProgramInfo(CL_PROGRAM_BINARIES)", err);
+/* The binary of a program built for device id (malloc'ed). The program belongs to the context's
+ * every device, so CL_PROGRAM_BINARY_SIZES and CL_PROGRAM_BINARIES take one entry per device of
+ * CL_PROGRAM_DEVICES (PoCL 5 refuses a one-entry buffer with CL_INVALID_VALUE when the context
+ * has two devices); only id's entry was built. */
+static int program_binary(cl_program prog, cl_device_id id, void **bin, size_t *len) {
+  cl_uint nd = 0;
+  cl_int err = clGetProgramInfo(prog, CL_PROGRAM_NUM_DEVICES, sizeof nd, &nd, NULL);
+  if (err != CL_SUCCESS) return gpar__cl_fail("clGetProgramInfo(CL_PROGRAM_NUM_DEVICES)", err);
+  if (nd == 0) return gpar__errorf(GPAR_EBACKEND, "opencl: a program with no device");
+  cl_device_id *ids = calloc(nd, sizeof *ids);
+  size_t *sizes = calloc(nd, sizeof *sizes);
+  unsigned char **bins = calloc(nd, sizeof *bins);
+  int st = ids && sizes && bins ? GPAR_OK : gpar__errorf(GPAR_ENOMEM, "opencl: out of host memory");
+  cl_uint me = nd;
+  if (st == GPAR_OK && (err = clGetProgramInfo(prog, CL_PROGRAM_DEVICES, sizeof *ids * nd, ids, NULL)) != CL_SUCCESS)
+    st = gpar__cl_fail("clGetProgramInfo(CL_PROGRAM_DEVICES)", err);
+  for (cl_uint i = 0; st == GPAR_OK && i < nd; i++)
+    if (ids[i] == id) me = i;
+  if (st == GPAR_OK && me == nd) st = gpar__errorf(GPAR_EBACKEND, "opencl: the program does not name its device");
+  if (st == GPAR_OK &&
+      (err = clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof *sizes * nd, sizes, NULL)) != CL_SUCCESS)
+    st = gpar__cl_fail("clGetProgramInfo(CL_PROGRAM_BINARY_SIZES)", err);
+  if (st == GPAR_OK && !(bins[me] = malloc(sizes[me] ? sizes[me] : 1)))
+    st = gpar__errorf(GPAR_ENOMEM, "opencl: out of host memory");
+  if (st == GPAR_OK && (err = clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof *bins * nd, bins, NULL)) != CL_SUCCESS)
+    st = gpar__cl_fail("clGetProgramInfo(CL_PROGRAM_BINARIES)", err);
+  if (st == GPAR_OK) {
+    *bin = bins[me];
+    *len = sizes[me];
+  } else if (bins && me < nd) {
+    free(bins[me]);
   }
-  *bin = b;
-  *len = n;
-  return GPAR_OK;
+  free(ids);
+  free(sizes);
+  free(bins);
+  return st;
 }
 
 int gpar__cl_kernel_compile(gpar__bdev *dev, const char *src, const char *opts, void **bin, size_t *len, char **log) {
@@ -180,7 +202,7 @@ int gpar__cl_kernel_compile(gpar__bdev *dev, const char *src, const char *opts, 
   } else if (err != CL_SUCCESS) {
     st = gpar__cl_fail("clBuildProgram", err);
   } else {
-    st = program_binary(prog, bin, len);
+    st = program_binary(prog, dev->d->id, bin, len);
   }
   clReleaseProgram(prog);
   return st;
