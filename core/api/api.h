@@ -10,8 +10,8 @@
 
 /* GPAR_EINVAL for 0 bytes, GPAR_ERANGE when [off, off + bytes) leaves b (message names what). */
 GPAR__HIDDEN int gpar__check_range(const gpar__buf *b, size_t off, size_t bytes, const char *what);
-/* The end of every op call: submit op; in synchronous mode (outside ops) wait for it and return
- * its status. */
+/* The end of every op call: submit op (gpar__op_submit: in synchronous mode, its status once it
+ * has run). */
 GPAR__HIDDEN int gpar__api_submit(gpar__op *op);
 
 #endif

@@ -190,14 +190,14 @@ static int write_chunk(gpar_engine *eng, gpar_buffer dst, size_t off, void *stag
   gpar__buf *b;
   int st = gpar__buf_get(eng, dst, &b); /* released meanwhile by another thread? */
   if (st) {
-    gpar__pinned_free(&eng->pinned, staging);
+    gpar__pinned_free(eng->pinned, staging);
     return st;
   }
   gpar__copy_args c = {b->host_memory ? GPAR__COPY_H2H : GPAR__COPY_H2D, b->mem, off, staging, 0, len, NULL};
   gpar__op *op = copy_op_new(eng, b->host_memory ? eng->host_dev : b->dev, &c);
   if (!op) {
     gpar__buf_put(b);
-    gpar__pinned_free(&eng->pinned, staging);
+    gpar__pinned_free(eng->pinned, staging);
     return GPAR_ENOMEM;
   }
   op->owned_pinned = staging;
@@ -320,7 +320,7 @@ static int read_device(gpar_engine *eng, gpar__buf *b, size_t off, void *user_pt
   }
   for (int i = 0; i < nslots; i++) /* chunks still in flight after a failure */
     if (pending[i]) gpar__op_wait(pending[i]);
-  for (int i = 0; i < nslots; i++) gpar__pinned_free(&eng->pinned, slot[i]);
+  for (int i = 0; i < nslots; i++) gpar__pinned_free(eng->pinned, slot[i]);
   return st;
 }
 

@@ -78,15 +78,6 @@ static void reduce_release(gpar__op *op) {
 
 static const gpar__op_kind kind_reduce = {.name = "comm_reduce", .run = reduce_run, .release = reduce_release};
 
-/* Orders by its buffers only (the staged path's order and closing ops). */
-static int order_run(gpar__device *dev, gpar__op *op) {
-  (void)dev;
-  (void)op;
-  return GPAR_OK;
-}
-
-static const gpar__op_kind kind_order = {.name = "comm_order", .run = order_run};
-
 /* ---------------------------------------------------------------- backend path */
 
 /* One member op per member, on its device's peer lane (NCCL's own stream per device; the
@@ -95,7 +86,7 @@ static const gpar__op_kind kind_order = {.name = "comm_order", .run = order_run}
 int gpar__comm_backend(gpar__comm *c, const gpar_coll *a, const gpar__comm_member *m) {
   gpar_engine *eng = c->eng;
   int st = GPAR_OK, n = 0;
-  gpar__op **ops = calloc((size_t)c->nlocal * 2, sizeof *ops), **kept = ops + c->nlocal;
+  gpar__op **ops = calloc((size_t)c->nlocal, sizeof *ops);
   if (!ops) return gpar__errorf(GPAR_ENOMEM, "out of host memory for an operation");
   for (; n < c->nlocal && st == GPAR_OK; n++) {
     gpar__buf *b = NULL, *tok = NULL;
@@ -122,12 +113,7 @@ int gpar__comm_backend(gpar__comm *c, const gpar_coll *a, const gpar__comm_membe
     for (int i = 0; i < n; i++)
       if (ops[i]) gpar__op_discard(ops[i]);
   } else {
-    st = gpar__op_submit_all(ops, n, GPAR__SUBMIT_SYNC, kept);
-    for (int i = 0; i < n; i++) /* synchronous mode */
-      if (kept[i]) {
-        int s = gpar__op_wait(kept[i]);
-        if (st == GPAR_OK) st = s;
-      }
+    st = gpar__op_submit_all(ops, n, 0, NULL);
   }
   free(ops);
   return st;
@@ -151,13 +137,12 @@ static void steps_note(steps *s, int st) {
 
 /* An op on the CPU that reads each member's buffer and writes every member token: issue order
  * (see the head of this file). Its failure (an input whose writer failed) only repeats one
- * that reaches the collective's outputs where it should, so it is neither reported to
- * gpar_wait_all nor returned (synchronous mode). */
+ * that reaches the collective's outputs where it should (a kind that echoes: neither reported
+ * to gpar_wait_all nor returned). */
 static int submit_order(gpar__comm *c, const gpar__comm_member *m) {
   gpar_engine *eng = c->eng;
-  gpar__op *op = gpar__op_new(eng, &kind_order, eng->host_dev, GPAR__LANE_COMPUTE);
+  gpar__op *op = gpar__op_new(eng, &gpar__kind_order, eng->host_dev, GPAR__LANE_COMPUTE);
   if (!op) return gpar__errorf(GPAR_ENOMEM, "out of host memory for an operation");
-  op->reported = 1;
   int st = GPAR_OK;
   gpar__buf *b;
   for (int i = 0; i < c->nlocal && st == GPAR_OK; i++)
@@ -168,10 +153,7 @@ static int submit_order(gpar__comm *c, const gpar__comm_member *m) {
     gpar__op_discard(op);
     return st;
   }
-  gpar__op *kept;
-  st = gpar__op_submit(op, GPAR__SUBMIT_SYNC, &kept);
-  if (kept) gpar__op_wait(kept); /* synchronous mode: done on return; its status is only an echo */
-  return st;
+  return gpar__op_submit(op, 0, NULL);
 }
 
 /* The CPU reduction: reads srcs, writes the result buffer R and every host member, and the

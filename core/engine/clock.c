@@ -1,7 +1,7 @@
 /* clock.c: the engine's clock, seconds on a monotonic clock (timestamps, spins, watchdogs). */
 #include <time.h>
 
-#include "engine/engine.h"
+#include "engine/clock.h"
 
 double gpar__now(void) {
   struct timespec ts;

@@ -11,7 +11,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine/engine.h"
+#include "engine/clock.h"
+#include "engine/deps.h"
+#include "engine/device.h"
+#include "engine/fault.h"
 
 /* ---------------------------------------------------------------- GPU completion thread */
 

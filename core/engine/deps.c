@@ -24,7 +24,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine.h"
+#include "engine/buffer.h"
+#include "engine/clock.h"
+#include "engine/deps.h"
+#include "engine/device.h"
+#include "engine/inflight.h"
+#include "engine/queue.h"
+#include "engine/trace.h"
 
 /* ---------------------------------------------------------------- edges */
 
@@ -50,28 +56,6 @@ static int edges_push(gpar__edges *e, gpar__op *op, int flags) {
 
 /* An access's mode, read while producers may mark it (GPAR__READ_FAILED) from other threads. */
 static int access_mode(const gpar__access *a) { return __atomic_load_n(&a->mode, __ATOMIC_RELAXED); }
-
-/* The status op leaves on buffer b that it writes: its own, or with per-buffer outcomes the
- * mark of its access to b. */
-int gpar__op_write_status(const gpar__op *op, const gpar__buf *b, const char **msg) {
-  *msg = op->errmsg;
-  if (!op->partial) return op->status;
-  *msg = NULL;
-  for (int a = 0; a < op->nacc; a++) {
-    const gpar__access *acc = gpar__op_access(op, a);
-    if (acc->buf != b) continue;
-    if (acc->mode & GPAR__WRITE_FAILED) {
-      *msg = op->errmsg;
-      return op->status;
-    }
-    if (acc->mode & GPAR__WRITE_SKIPPED) {
-      *msg = gpar_strerror(GPAR_EDEPFAILED);
-      return GPAR_EDEPFAILED;
-    }
-    break;
-  }
-  return GPAR_OK;
-}
 
 /* Whether op writes b. */
 static int op_writes(const gpar__op *op, const gpar__buf *b) {
@@ -183,12 +167,10 @@ static void make_ready(gpar__op *op, gpar__device *local, gpar__op **next) {
     *next = op;
     return;
   }
-  gpar__queue_push(&op->dev->ready, op);
+  gpar__queue_push(op->dev->ready, op);
 }
 
 /* ---------------------------------------------------------------- submit */
-
-GPAR__TLS gpar__op_sink gpar__sink;
 
 /* Link the op through one access (its buffer's lock held): behind the buffer's last writer
  * and, for a write, its readers since; the op becomes the writer or one more reader. */
@@ -255,42 +237,25 @@ static void link_op(gpar_engine *eng, gpar__op *op) {
   if (atomic_fetch_sub_explicit(&op->unmet, 1, memory_order_acq_rel) == 1) make_ready(op, NULL, NULL);
 }
 
-int gpar__op_submit_all(gpar__op **ops, int n, int flags, gpar__op **kept) {
-  if (n == 0) return GPAR_OK;
+int gpar__deps_submit(gpar__op **ops, int n, int refs) {
   gpar_engine *eng = ops[0]->eng;
-  int keep = (flags & GPAR__SUBMIT_KEEP) || ((flags & GPAR__SUBMIT_SYNC) && eng->cfg.synchronous && !gpar__in_op);
-  for (int i = 0; kept && i < n; i++) kept[i] = NULL;
-  if (!(flags & GPAR__SUBMIT_NO_SINK) && gpar__sink_active(eng)) { /* recorded, not run: the sink owns them */
-    int st = GPAR_OK;
-    for (int i = 0; i < n; i++) {
-      int s = gpar__sink.take(gpar__sink.ctx, ops[i]);
-      if (st == GPAR_OK) st = s;
-    }
-    return st;
-  }
   for (int i = 0; i < n; i++) {
-    atomic_init(&ops[i]->refs, 1 + keep);
+    atomic_init(&ops[i]->refs, 1 + refs);
     atomic_init(&ops[i]->unmet, 1);
     atomic_init(&ops[i]->unretired, 1);
   }
   /* Counted in flight first, then the engine's state checked: the drain closes it the other
-   * way round (wait.c), so either it waits for these ops or they see it closed. */
-  if (gpar__inflight_enter(eng, ops, n) != GPAR_OK) {
+   * way round (inflight.c), so either it waits for these ops or they see it closed. */
+  int epoch;
+  if (gpar__inflight_enter(eng, n, &epoch) != GPAR_OK) {
     for (int i = 0; i < n; i++) gpar__op_discard(ops[i]);
     return gpar__errorf(GPAR_ESHUTDOWN, "engine is shut down");
   }
   for (int i = 0; i < n; i++) {
-    if (keep && kept) kept[i] = ops[i];
+    ops[i]->epoch = epoch;
     link_op(eng, ops[i]);
   }
   return GPAR_OK;
-}
-
-int gpar__op_submit(gpar__op *op, int flags, gpar__op **kept) {
-  gpar__op *k = NULL;
-  int st = gpar__op_submit_all(&op, 1, flags, &k);
-  if (kept) *kept = k;
-  return st;
 }
 
 /* ---------------------------------------------------------------- release and retire */
@@ -384,7 +349,8 @@ static void retire_one(gpar__op *op, gpar__device *local, gpar__op **next, gpar_
   if (op->status == GPAR_OK && atomic_load(&op->dep_failed)) gpar__op_fail(op, GPAR_EDEPFAILED);
   leave_buffers(op);
   /* Its failure is the engine's first error before any consumer can retire with its own. */
-  if (op->status != GPAR_OK && !op->reported) gpar__first_error(eng, op->status, op->errmsg);
+  if (op->status != GPAR_OK && !op->reported && !(op->kind->flags & GPAR__KIND_ECHOES))
+    gpar__first_error(eng, op->status, op->errmsg);
   /* No consumer can be linked to op any more (it is in no buffer): the list is final. */
   for (int i = 0; i < op->succs.n; i++) {
     gpar__op *c = op->succs.v[i].op;
@@ -403,7 +369,7 @@ static void retire_one(gpar__op *op, gpar__device *local, gpar__op **next, gpar_
    * that returns sees every counter back where the op found it. */
   int epoch = op->epoch, failed = op->status != GPAR_OK;
   gpar__op_set_state(op, GPAR__ST_RETIRED);
-  int waited = atomic_load(&op->waited); /* after the state: see wait.c */
+  int waited = atomic_load(&op->waited); /* after the state: see inflight.h */
   gpar__op_unref(op);
   gpar__inflight_leave(eng, epoch, failed, waited); /* counts, waiters */
 }

@@ -7,7 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine.h"
+#include "engine/clock.h"
+#include "engine/deps.h"
+#include "engine/device.h"
+#include "engine/fault.h"
+#include "engine/queue.h"
 
 /* ---------------------------------------------------------------- CPU workers */
 
@@ -19,7 +23,7 @@ static void *host_worker(void *arg) {
   gpar_engine *eng = dev->eng;
   gpar__in_op = 1;
   gpar__op *op;
-  while ((op = gpar__queue_pop(&dev->ready, 1))) {
+  while ((op = gpar__queue_pop(dev->ready, 1))) {
     while (op) {
       int st = GPAR_EDEPFAILED;
       if (eng->tracing) op->t_taken = op->t_start = gpar__now();
@@ -49,12 +53,6 @@ static int record_event(gpar__device *dev, gpar__op *op, unsigned flags, gpar__e
   }
   atomic_fetch_add(&dev->eng->events_live, 1);
   return GPAR_OK;
-}
-
-/* The event whose completion implies op's: its own, or that of the later op on the same lane
- * that covers it; NULL when its lane was synchronised (already complete). */
-gpar__event *gpar__op_done_event(const gpar__op *op) {
-  return op->event ? op->event : op->cover ? op->cover->event : NULL;
 }
 
 /* Make the lane wait on the producers' events, enqueue the work, record the op's event when
@@ -165,10 +163,10 @@ static void *gpu_dispatcher(void *arg) {
   lane_run run[GPAR__NLANES] = {{0}};
   gpar__op *todo = NULL;
   for (;;) {
-    if (!todo && !(todo = gpar__queue_take(&dev->ready, GPAR__DISPATCH_BATCH))) {
+    if (!todo && !(todo = gpar__queue_take(dev->ready, GPAR__DISPATCH_BATCH))) {
       gpar__op *local = NULL, **local_tail = &local; /* out of work: close every run */
       for (int l = 0; l < GPAR__NLANES; l++) close_run(dev, &run[l], &local_tail);
-      if (!(todo = local) && !(todo = gpar__queue_pop(&dev->ready, GPAR__DISPATCH_BATCH))) break;
+      if (!(todo = local) && !(todo = gpar__queue_pop(dev->ready, GPAR__DISPATCH_BATCH))) break;
     }
     gpar__op *op = todo;
     todo = op->next;
@@ -219,7 +217,7 @@ int gpar__device_start(gpar__device *dev) {
 
 /* Stop and join a device's threads (nothing is in flight). */
 void gpar__device_join(gpar__device *dev) {
-  gpar__queue_stop(&dev->ready);
+  gpar__queue_stop(dev->ready);
   for (int i = 0; i < dev->nthreads; i++) pthread_join(dev->threads[i], NULL);
   free(dev->threads);
   dev->threads = NULL;

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "engine/engine.h"
+#include "engine/handle.h"
 
 gpar__handle_table *gpar__handle_table_new(uint32_t max_slots, uint64_t max_serial) {
   size_t nchunks = (max_slots + GPAR__HANDLE_CHUNK - 1) / GPAR__HANDLE_CHUNK;
