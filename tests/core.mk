@@ -20,3 +20,15 @@ tests/layers.tap: Makefile
 GPAR_TAP_TESTS += tests/contention
 tests_contention_SOURCES = tests/contention.c $(GPAR_TEST_HDRS)
 tests_contention_LDADD = libgpar.la
+# The engine without its global lock, as safe as the one with it: runs that close in bounded time
+# whatever other lanes do (an event device: PoCL here); calls made of several ops applied whole,
+# ordered whole against other threads' calls, whole or refused at shutdown; statuses written
+# under the op's lock, readers that leave in O(1), wake-ups and handle slots under races. In the
+# TSan list of .ci/run (races names its tests; its status test needs an event device).
+GPAR_TAP_TESTS += tests/runs tests/atomicity tests/races
+tests_runs_SOURCES = tests/runs.c $(GPAR_TEST_HDRS)
+tests_runs_LDADD = libgpar.la
+tests_atomicity_SOURCES = tests/atomicity.c $(GPAR_TEST_HDRS)
+tests_atomicity_LDADD = libgpar.la
+tests_races_SOURCES = tests/races.c $(GPAR_TEST_HDRS)
+tests_races_LDADD = libgpar.la

@@ -90,6 +90,7 @@ static void buf_free(gpar__buf *b) {
   b->readers = NULL;
   b->errmsg = NULL;
   b->rhead = b->rtail = b->capreaders = 0;
+  b->reader_probes = 0;
   b->writer = NULL;
   b->mem = NULL;
   atomic_store(&b->serial, 0);

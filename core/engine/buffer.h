@@ -31,6 +31,7 @@ struct gpar__buf {
                                   where one retired (deps.c) */
   int status;                  /* status of the last retired writer */
   char *errmsg;
+  uint64_t reader_probes;      /* slots looked at by readers leaving (gpar__test_reader_probes) */
 };
 
 /* The user's handle of b. */

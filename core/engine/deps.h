@@ -27,4 +27,8 @@ GPAR__HIDDEN void gpar__op_dispatched(gpar__op *op, gpar__device *local, gpar__o
  * lane (the lane orders them), appended to *local_tail. */
 GPAR__HIDDEN void gpar__op_release_lane(gpar__op *op, gpar__device *local, gpar__op ***local_tail);
 
+/* Test hook (exported, not in gpar.h): the slots looked at so far by the ops that left the
+ * readers of buffer h, so a test can tell that leaving does not search (0: no such buffer). */
+GPAR_API uint64_t gpar__test_reader_probes(gpar_buffer h);
+
 #endif

@@ -31,16 +31,25 @@
  *   complete.c  GPU completion threads
  *   dispatch.c  CPU workers and GPU dispatchers
  *
+ * Submissions. A call that needs several ops builds them all (policy.h: gpar__batch), then
+ * submits them as one submission: they are counted in flight together (all, or none once the
+ * drain has closed the engine) and linked together under the locks of the union of their
+ * buffers, taken in address order (deps.c link_ops), so no other thread's op comes between two
+ * of them on any buffer: a graph launch's parts, a collective's members, a staged collective's
+ * copies and reduction, the chunks of gpar_write, gpar_read and a staged gpar_copy.
+ *
  * Lock order, every lock of core/ (outer before inner; "->" marks what may be taken while the
  * line above is held). The engine has no global lock: dependency state lives with each buffer
  * and op (deps.c), counts are atomics.
  *   c->issue_mu (comm/)        one collective's ops issued whole; the engine's locks below may be
  *                              taken while it is held (submitting, and waiting in synchronous mode)
- *   b->lock (spin)             a buffer's last writer and readers; several at once only while an
- *                              op is linked, taken in address order (deps.c link_op)
- *     -> op->lock (spin)       an op's consumer list and its dispatched state; one at a time
+ *   b->lock (spin)             a buffer's last writer and readers; several at once only while a
+ *                              submission is linked: its buffers', in address order (link_ops)
+ *     -> op->lock (spin)       an op's consumer list, its dispatched and retired states, its
+ *                              status once consumers may read it, a waiter's mark; one at a time
  *        -> q->mu              a ready queue's overflow list and sleepers (making a consumer ready)
- *   eng->wait_mu               sleeping waiters, wait_all's epochs, the first error; held alone
+ *   eng->wait_mu               sleeping waiters, wait_all's epochs, the first error
+ *     -> op->lock (spin)       a waiter marks the op it sleeps on (wait.c)
  *   eng->buf_mu                buffer slots and their free list; held alone
  *   eng->trace_mu              trace records and breakdown sums; held alone
  *   dev->cmu                   completion FIFOs of a GPU device; held alone

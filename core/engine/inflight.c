@@ -17,23 +17,13 @@ static void wake_waiters(gpar_engine *eng) {
 }
 
 int gpar__inflight_enter(gpar_engine *eng, int n, int *epoch) {
-  unsigned e = atomic_load(&eng->epoch) & 1;
-  uint64_t w = atomic_fetch_add(&eng->inflight, ONE(e) * (uint64_t)n) + ONE(e) * (uint64_t)n;
-  unsigned now = atomic_load(&eng->epoch) & 1;
-  if (now != e) { /* a wait_all moved the epoch meanwhile: count in the new one (one add) */
-    const uint64_t move = (ONE(now) - ONE(e)) * (uint64_t)n;
-    w = atomic_fetch_add(&eng->inflight, move) + move;
-    /* That count may have reached 0 here rather than in a retirement: the wait_all waiting
-     * for it must hear of it. */
-    if (gpar__inflight_count(w, e) == 0) wake_waiters(eng);
-    e = now;
-  }
-  if (atomic_load(&eng->state) == GPAR__ENG_CLOSED) { /* the drain is over: refused */
-    w = atomic_fetch_sub(&eng->inflight, ONE(e) * (uint64_t)n) - ONE(e) * (uint64_t)n;
-    if (w == 0) wake_waiters(eng); /* the drain rechecking after it closed must hear of it */
-    return GPAR_ESHUTDOWN;
-  }
-  *epoch = (int)e;
+  uint64_t w = atomic_load_explicit(&eng->inflight, memory_order_relaxed);
+  unsigned p;
+  do {
+    if (w & GPAR__INFLIGHT_CLOSED) return GPAR_ESHUTDOWN; /* the drain is over: refused */
+    p = (w & GPAR__INFLIGHT_PARITY) != 0;
+  } while (!atomic_compare_exchange_weak(&eng->inflight, &w, w + ONE(p) * (uint64_t)n));
+  *epoch = (int)p;
   atomic_fetch_add_explicit(&eng->ops_submitted, (uint64_t)n, memory_order_relaxed);
   return GPAR_OK;
 }

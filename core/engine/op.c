@@ -20,9 +20,9 @@
 
 void gpar__op_set_state(gpar__op *op, int state) {
   assert(state == atomic_load_explicit(&op->state, memory_order_relaxed) + 1 && "op states advance one step at a time");
-  /* Retired: sequentially consistent (a waiter's mark is read after it, wait.c); the others
-   * publish what the op's thread wrote before. */
-  atomic_store_explicit(&op->state, state, state == GPAR__ST_RETIRED ? memory_order_seq_cst : memory_order_release);
+  /* Each state publishes what the op's thread wrote before (the retirement's, under the op's
+   * lock, also orders it against a waiter's mark: wait.c). */
+  atomic_store_explicit(&op->state, state, memory_order_release);
 }
 
 static int order_run(gpar__device *dev, gpar__op *op) {

@@ -98,6 +98,7 @@ typedef struct gpar__edges {
 typedef struct gpar__access {
   gpar__buf *buf; /* the op holds a reference on it */
   int mode;
+  int ridx;       /* while the op is one of buf's readers: its index there (buf's lock; deps.c) */
 } gpar__access;
 
 /* Bytes of kind-specific arguments an op carries (the largest is a GEMM's). */
@@ -125,8 +126,8 @@ struct gpar__op {
                                          (others), + 1 until its submission is done */
   atomic_int unretired;               /* producers not yet retired, + 1 until it is done itself */
   atomic_int dep_failed;              /* a producer whose data this op reads failed */
-  atomic_int waited;                  /* a thread sleeps until it retires (wait.c) */
   gpar__spin lock;                    /* consumers list and state changes (above) */
+  int waited;                         /* a thread sleeps until it retires (lock; wait.c) */
   int epoch;                          /* its in-flight counter (inflight.c) */
   int status;
   char *errmsg;                       /* detail of a failure */

@@ -156,7 +156,6 @@ static void engine_locks_init(gpar_engine *eng) {
   pthread_mutex_init(&eng->buf_mu, NULL);
   pthread_mutex_init(&eng->trace_mu, NULL);
   atomic_init(&eng->inflight, 0);
-  atomic_init(&eng->epoch, 0);
   atomic_init(&eng->nwaiters, 0);
 }
 

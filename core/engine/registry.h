@@ -73,11 +73,10 @@ struct gpar_engine {
   pthread_mutex_t buf_mu;       /* new slots and the free list */
   uint32_t nslots;              /* slots handed out so far */
   uint32_t free_head;           /* first free slot + 1; 0: none */
-  /* Ops in flight (inflight.c): two counters in one word, one per epoch parity (low and high 32
-   * bits), so gpar_wait_all waits for the ops of the epochs before its call only, and the
-   * drain for the word to reach 0. */
+  /* Ops in flight (inflight.h): one word holds two counters, one per epoch parity, the current
+   * parity and the closed mark, so gpar_wait_all waits for the ops of the epochs before its
+   * call only, and the drain closes the engine when both counters are 0, in one step. */
   _Alignas(64) _Atomic uint64_t inflight;
-  atomic_uint epoch;
   _Atomic uint64_t ops_submitted, ops_failed;
   _Alignas(64) atomic_int nwaiters; /* threads sleeping in a wait (retirement wakes them) */
   pthread_mutex_t wait_mu;      /* sleeping waiters, wait_all's epoch flips, first_error */

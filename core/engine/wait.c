@@ -14,8 +14,10 @@ int gpar__op_wait(gpar__op *op) {
   gpar_engine *eng = op->eng;
   if (atomic_load(&op->state) != GPAR__ST_RETIRED) {
     pthread_mutex_lock(&eng->wait_mu);
-    atomic_fetch_add(&eng->nwaiters, 1);
-    atomic_store(&op->waited, 1); /* its retirement wakes the waiters (then reread the state) */
+    atomic_fetch_add(&eng->nwaiters, 1); /* before the mark: a retirement that sees it sees us */
+    gpar__spin_lock(&op->lock);          /* its retirement reads the mark under the same lock */
+    op->waited = 1;
+    gpar__spin_unlock(&op->lock);
     while (atomic_load(&op->state) != GPAR__ST_RETIRED) pthread_cond_wait(&eng->wait_cv, &eng->wait_mu);
     atomic_fetch_sub(&eng->nwaiters, 1);
     pthread_mutex_unlock(&eng->wait_mu);
@@ -62,7 +64,7 @@ static void wait_submitted_locked(gpar_engine *eng) {
   while (eng->wait_all_busy) pthread_cond_wait(&eng->wait_cv, &eng->wait_mu);
   atomic_fetch_sub(&eng->nwaiters, 1);
   eng->wait_all_busy = 1;
-  unsigned e = atomic_fetch_add(&eng->epoch, 1) & 1;
+  unsigned e = (atomic_fetch_xor(&eng->inflight, GPAR__INFLIGHT_PARITY) & GPAR__INFLIGHT_PARITY) != 0;
   wait_count_locked(eng, e);
   eng->wait_all_busy = 0;
   pthread_cond_broadcast(&eng->wait_cv); /* the next wait_all */
@@ -95,13 +97,14 @@ void gpar__wait_submitted(gpar_engine *eng) {
 int gpar__drain(gpar_engine *eng) {
   pthread_mutex_lock(&eng->wait_mu);
   atomic_fetch_add(&eng->nwaiters, 1);
-  for (;;) {
-    while (atomic_load(&eng->inflight) != 0) pthread_cond_wait(&eng->wait_cv, &eng->wait_mu);
-    /* Closed, then counted once more: a submission that counted itself before it could see
-     * CLOSED is waited for; any later one sees CLOSED and is refused (inflight_enter). */
-    atomic_store(&eng->state, GPAR__ENG_CLOSED);
-    if (atomic_load(&eng->inflight) == 0) break;
+  for (;;) { /* closed in the step that finds nothing in flight: no submission slips in */
+    uint64_t w = atomic_load(&eng->inflight);
+    if (gpar__inflight_count(w, 0) == 0 && gpar__inflight_count(w, 1) == 0 &&
+        atomic_compare_exchange_strong(&eng->inflight, &w, w | GPAR__INFLIGHT_CLOSED))
+      break;
+    if (gpar__inflight_count(w, 0) || gpar__inflight_count(w, 1)) pthread_cond_wait(&eng->wait_cv, &eng->wait_mu);
   }
+  atomic_store(&eng->state, GPAR__ENG_CLOSED);
   atomic_fetch_sub(&eng->nwaiters, 1);
   int st = eng->first_error;
   if (st != GPAR_OK) gpar__set_error_msg(st, eng->first_errmsg);

@@ -54,8 +54,8 @@ struct gpar__graph {
   gpar_engine *token;    /* its engine's user handle (entered with the serial check) */
   gpar_engine *eng;
   int recording;         /* 1 until gpar_graph_end: no user holds a handle yet */
-  int status;            /* first failure while recording (out of host memory, or a call that
-                            failed after some of its ops were recorded): gpar_graph_end fails */
+  int status;            /* first failure while recording (out of host memory: an op could not
+                            be kept): gpar_graph_end fails */
   char *why;             /* its message */
   gpar_buffer fence;     /* read by every launch's parts, written by destroy */
   int nnodes, capnodes;

@@ -27,34 +27,26 @@ static const gpar__op_kind kind_part = {
 
 /* ---------------------------------------------------------------- launch */
 
-/* Build one op per part; all are submitted at once or none (out of memory). */
+/* One op per part, over the part's buffers and the graph's fence; all are submitted at once,
+ * as one submission, or none (out of memory). */
 static int launch_parts(gpar_engine *eng, gpar__graph *g) {
-  int st = GPAR_OK, n = 0;
-  enum { MAX_STACK = 8 };
-  gpar__op *stack_ops[MAX_STACK];
-  gpar__op **ops = g->nparts <= MAX_STACK ? stack_ops : malloc(sizeof *ops * (size_t)g->nparts);
-  if (!ops) return gpar__errorf(GPAR_ENOMEM, "gpar_graph_launch: out of host memory");
-  for (; n < g->nparts && st == GPAR_OK; n++) {
+  gpar__batch b;
+  int st = GPAR_OK;
+  gpar__batch_init(&b);
+  for (int n = 0; n < g->nparts && st == GPAR_OK; n++) {
     gpar__graph_part *p = &g->parts[n];
-    gpar__op *op = ops[n] = gpar__op_new(eng, &kind_part, p->dev, GPAR__LANE_COMPUTE);
+    gpar__op *op = gpar__op_new(eng, &kind_part, p->dev, GPAR__LANE_COMPUTE);
     gpar__buf *fence = NULL;
-    if (!op) {
-      st = GPAR_ENOMEM;
-      break;
-    }
+    if ((st = gpar__batch_add(&b, op)) != GPAR_OK) break;
     ((part_args *)gpar__op_args(op))->part = p;
     st = gpar__op_use_unique(op, p->acc, p->nacc); /* the union has no duplicates */
     if (st == GPAR_OK && (st = gpar__buf_get_token(eng, g->fence, &fence)) == GPAR_OK) st = gpar__op_use(op, fence, GPAR__READ);
   }
   if (st != GPAR_OK) { /* nothing submitted */
-    for (int i = 0; i < n; i++)
-      if (ops[i]) gpar__op_discard(ops[i]);
-    if (ops != stack_ops) free(ops);
+    gpar__batch_discard(&b);
     return gpar__errorf(GPAR_ENOMEM, "gpar_graph_launch: out of host memory");
   }
-  st = gpar__op_submit_all(ops, n, 0, NULL);
-  if (ops != stack_ops) free(ops);
-  return st;
+  return gpar__batch_submit(&b, 0);
 }
 
 GPAR_API int gpar_graph_launch(gpar_graph *handle) {
@@ -285,10 +277,10 @@ static int part_run(gpar__device *dev, gpar__op *op) {
  * part of every launch reads (not diverted: the caller may be recording another graph). */
 static int wait_launches(gpar_engine *eng, gpar__graph *g) {
   gpar__buf *fence;
-  gpar__op *op = gpar__op_new(eng, &gpar__kind_order, eng->host_dev, GPAR__LANE_COMPUTE), *kept = NULL;
+  gpar__op *op = gpar__op_new(eng, &gpar__kind_order, eng->host_dev, GPAR__LANE_COMPUTE);
   int st = op ? gpar__buf_get_token(eng, g->fence, &fence) : GPAR_ENOMEM;
   if (st == GPAR_OK) st = gpar__op_use(op, fence, GPAR__WRITE);
-  if (st == GPAR_OK) return (st = gpar__op_submit(op, GPAR__SUBMIT_KEEP | GPAR__SUBMIT_NO_SINK, &kept)) ? st : gpar__op_wait(kept);
+  if (st == GPAR_OK) return gpar__op_submit(op, GPAR__SUBMIT_WAIT);
   if (op) gpar__op_discard(op);
   return st;
 }

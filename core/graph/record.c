@@ -95,15 +95,6 @@ static void record_fail(gpar__graph *g, int status, const char *why) {
   g->why = strdup(why);
 }
 
-/* The op sink's call_failed: a call (a multi-chunk gpar_write, a staged gpar_copy) failed after
- * some of its ops were recorded. Those ops stay recorded (the sink cannot tell them from the
- * call's predecessors), so the recording fails as a whole rather than keep part of a call. */
-static void record_call_failed(void *ctx, int status) {
-  char why[512];
-  snprintf(why, sizeof why, "a call failed after part of it was recorded (%s)", gpar__error_msg());
-  record_fail(ctx, status, why);
-}
-
 /* The op sink of a recording thread: keep op (validated, never linked) as a node. */
 static int record_take(void *ctx, gpar__op *op) {
   gpar__graph *g = ctx;
@@ -203,7 +194,7 @@ GPAR_API int gpar_graph_begin(gpar_engine *e) {
       if (g->fence.id) gpar__buf_release_token(eng, g->fence);
       free(g);
     } else {
-      gpar__sink = (gpar__op_sink){eng, atomic_load(&eng->serial), record_take, record_call_failed, g};
+      gpar__sink = (gpar__op_sink){eng, atomic_load(&eng->serial), record_take, g};
     }
   }
   gpar__engine_leave(eng);
