@@ -59,7 +59,7 @@
  *   gpar__registry_mu          engine slots; held alone (registry.c)
  *   table->mu                  a handle table's growth and free list (handle.c); held alone
  * Locks of the layers above (graph/, comm/) are never held while calling into the engine,
- * except as their headers state. Every lock is taken and released in one function (link_op
+ * except as their headers state. Every lock is taken and released in one function (link_ops
  * takes and releases its buffers' locks together); a function that needs a lock held on entry
  * ends in _locked. */
 #ifndef GPAR_CORE_ENGINE_H
