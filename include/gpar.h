@@ -17,7 +17,16 @@
  *   whose C shares a buffer with A or B are GPAR_EALIAS when the byte ranges [offset, offset +
  *   extent) overlap, where a matrix's extent runs from its first to its last element including
  *   the gaps of its leading dimension; interleaved matrices that share no element still count
- *   as overlapping. */
+ *   as overlapping.
+ * - One call, one step in each buffer's order. A call that the engine carries out as several
+ *   operations (a gpar_write or gpar_read in staging chunks, a gpar_copy staged through host
+ *   memory, a graph launch, a collective) takes its place among other threads' calls on the
+ *   same buffers as a whole, as one operation would: another thread's call on those buffers
+ *   comes entirely before it or entirely after it, never between two of its chunks or steps.
+ *   And it is applied whole or not at all: a call that fails while it is being built (no pinned
+ *   staging for a later chunk, no memory) returns its error with nothing enqueued, and one that
+ *   gpar_shutdown meets is either accepted whole (it runs during the drain) or refused with
+ *   GPAR_ESHUTDOWN with nothing applied (a refused gpar_read wrote nothing into user memory). */
 #ifndef GPAR_H
 #define GPAR_H
 
@@ -128,7 +137,8 @@ GPAR_API int gpar_config_get(gpar_engine *eng, gpar_config *cfg);
  * backend are probed; a backend with no device is not an error. */
 GPAR_API int gpar_init(gpar_engine **eng, const gpar_config *cfg);
 /* Once called, new calls from outside the engine's ops get GPAR_ESHUTDOWN; everything accepted
- * (including what running ops submit) drains until nothing is in flight; then the threads are
+ * (including what running ops submit, and whole calls of other threads already inside the
+ * engine: see "one call, one step" above) drains until nothing is in flight; then the threads are
  * joined and every buffer, thread and device resource is freed. Returns the first error since
  * the last wait_all. Later calls with this engine or its buffers return GPAR_ESHUTDOWN or
  * GPAR_EBADBUF: engine and buffer handles carry serials the process never reuses. */
@@ -186,11 +196,14 @@ GPAR_API int gpar_buffer_query(gpar_buffer buf, size_t *bytes, int *dev);
  * at once. Copying a buffer onto itself with overlapping ranges is GPAR_EALIAS. */
 GPAR_API int gpar_copy(gpar_buffer dst, size_t dst_off, gpar_buffer src, size_t src_off, size_t bytes);
 /* Copy from user memory into dst+off. Returns at once; user_ptr may be reused on return (the
- * data is staged). */
+ * data is staged in pinned memory: a write to a device buffer stages every 8 MiB chunk before it
+ * enqueues any, so it needs pinned memory for all of it, within gpar_config.pinned_limit). */
 GPAR_API int gpar_write(gpar_buffer dst, size_t off, const void *user_ptr, size_t bytes);
 /* Copy src+off into user memory once earlier writes of src are done; returns when the data is
  * in user memory (other work keeps running meanwhile). Pageable memory goes through pinned
- * staging chunks. */
+ * staging chunks (at most 4 of 16 MiB, reused in turn); the read is still one step in src's
+ * order: it sees src as it was after the writes submitted before it, whole, whatever other
+ * threads write to src meanwhile (their writes wait for it). */
 GPAR_API int gpar_read(gpar_buffer src, size_t off, void *user_ptr, size_t bytes);
 /* Set bytes of dst from off to the byte value. Returns at once. */
 GPAR_API int gpar_fill(gpar_buffer dst, size_t off, size_t bytes, unsigned char value);
@@ -316,6 +329,9 @@ GPAR_API int gpar_pinned_status(gpar_engine *eng, int *provider, unsigned *regis
  *   into private staging may start earlier).
  * - Collectives are not recorded into graphs: called while the thread records a graph on the
  *   communicator's engine they return GPAR_ERECORDING, nothing issued.
+ * - One collective is one step in its buffers' order (see "one call, one step"): another
+ *   thread's write of a member lands before all of its steps or after all of them, never
+ *   between a staged collective's copy-in and its copy-back.
  * - A failure (a vendor error, or an input whose writer failed) reaches the buffers the
  *   collective writes: gpar_wait on them reports it. In synchronous mode (GPAR_SYNC=1) a
  *   collective returns once done, with the first failure of its steps.
@@ -522,10 +538,11 @@ GPAR_API int gpar_breakdown_get(gpar_engine *eng, gpar_breakdown *bd, int reset)
  * Between gpar_graph_begin and gpar_graph_end, the ops that the calling thread submits to that
  * engine (gpar_copy, gpar_write, gpar_fill, the BLAS calls, gpar_submit) are checked as usual
  * (a bad op returns its status and is not recorded; recording goes on) and recorded, not run.
- * A call that fails after part of it was recorded (a gpar_write of several 8 MiB staging chunks
- * whose later chunk gets no pinned memory, a gpar_copy staged through host memory) returns its
- * error and fails the recording: later ops of this thread are refused with that status, and
- * gpar_graph_end returns it with no graph (nothing recorded runs).
+ * A call made of several ops (a gpar_write of several 8 MiB staging chunks, a gpar_copy staged
+ * through host memory) is recorded whole or not at all: one that fails (a later chunk gets no
+ * pinned memory) returns its error with nothing of it recorded, and recording goes on. Only
+ * when an op cannot be kept (out of host memory) does the recording fail: later ops of this
+ * thread are refused with that status, and gpar_graph_end returns it with no graph.
  * Other threads' ops run as usual. While recording, gpar_wait, gpar_wait_all, gpar_read and
  * gpar_graph_launch on that engine from this thread return GPAR_ERECORDING. gpar_write records
  * the data as it was at record time: every launch writes those bytes. A user function on the

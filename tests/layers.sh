@@ -7,13 +7,15 @@
 #   3 graph|comm|kernel  core/graph/, core/comm/ and core/kernel/ (siblings: none uses another)
 #   4 array      core/array/ (array ops, above the kernels)
 #   5 lifecycle  core/lifecycle/
-# A file may use its own layer and the ones below only. Three checks:
+# A file may use its own layer and the ones below only. The checks:
 #  1. includes: every #include "..." of a core/ or backends/ file names a header of its own
 #     layer or below (a backend includes only backend.h, gpar.h and its own folder's headers);
 #     no core/ file includes a vendor header (CUDA, OpenCL, NCCL, MPI);
 #  2. symbols: no object of a layer refers (nm -u) to a symbol that an object of a higher or
 #     sibling layer defines, so no call goes up however it is spelled;
-#  3. the engine names no kind of op: no engine file mentions an op kind's argument type.
+#  3. the engine names no kind of op: no engine file mentions an op kind's argument type;
+#  4. inside a backend folder that lists its files in layers, no file calls one listed above it;
+#  5. inside core/engine/, the same for its floors (engine.h lists them), includes and calls.
 set -u
 src=${1:?srcdir}
 build=${2:?builddir}
@@ -143,6 +145,54 @@ for hdr in "$src"/backends/*/*_internal.h; do
   if [ -z "$bad" ]; then ok "$dir: no file calls a file listed above it ($order)"
   else notok "$dir: calls up the backend's layers:$bad"; fi
 done
+
+# 5. inside core/engine/, whose map (engine.h) lists its files bottom first ("Layers (bottom
+# first): spin.h clock.c ..."; a header ranks with the .c file of its name, or by its own name):
+# every file of the folder is ranked, no file includes a header of a higher rank (engine.h, the
+# map, is for the layers above), and no object refers to a symbol that a higher file defines.
+cd "$src" || exit 1
+eorder=$(sed -n 's/.*Layers (bottom first): *//p' core/engine/engine.h | head -1)
+erank() { # rank of an engine file name (x.c or x.h), or none
+  i=0
+  for f in $eorder; do
+    i=$((i + 1))
+    if [ "$f" = "$1" ] || [ "${f%.[ch]}" = "${1%.[ch]}" ]; then echo "$i"; return; fi
+  done
+  echo none
+}
+bad=""
+if [ -z "$eorder" ]; then
+  bad=" core/engine/engine.h:no-Layers-line"
+fi
+for f in core/engine/*.c core/engine/*.h; do
+  [ -f "$f" ] || continue
+  b=$(basename "$f")
+  [ "$b" = engine.h ] && continue
+  me=$(erank "$b")
+  if [ "$me" = none ]; then bad="$bad $b:unranked"; continue; fi
+  for inc in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"engine\/\([^"]*\)".*/\1/p' "$f"); do
+    them=$(erank "$inc")
+    if [ "$inc" = engine.h ] || [ "$them" = none ] || [ "$them" -gt "$me" ]; then bad="$bad $b:$inc"; fi
+  done
+done
+if [ -z "$bad" ]; then ok "core/engine: every file ranked, no include of a higher floor ($(echo $eorder | wc -w) floors)"
+else notok "core/engine: includes up its floors:$bad"; fi
+cd "$build" || exit 1
+# One line per defined symbol ("D sym file") and per use ("U sym file"), joined in one awk.
+bad=$(for o in $(find core/engine -name '*.o' 2>/dev/null | sort); do
+  f=$(basename "$(source_of "$o")")
+  [ -f "$src/core/engine/$f" ] || continue
+  nm --defined-only -g "$o" | awk -v f="$f" 'NF==3 {print "D", $3, f}'
+  nm -u "$o" | awk -v f="$f" '$2 ~ /^gpar/ {print "U", $2, f}'
+done | awk -v order="$eorder" '
+  function rank(n, k) { k = n; sub(/\.[ch]$/, "", k); return (k in r) ? r[k] : 0 }
+  BEGIN { m = split(order, o, " "); for (i = 1; i <= m; i++) { k = o[i]; sub(/\.[ch]$/, "", k); r[k] = i } }
+  $1 == "D" { def[$2] = $3; next }
+  { use[++n] = $2 " " $3 }
+  END { for (i = 1; i <= n; i++) { split(use[i], u, " "); if (!(u[1] in def)) continue
+          d = def[u[1]]; if (!rank(u[2]) || !rank(d) || rank(d) > rank(u[2])) printf " %s:%s(%s)", u[2], u[1], d } }')
+if [ -z "$bad" ]; then ok "core/engine: no file calls a file of a higher floor"
+else notok "core/engine: calls up its floors:$bad"; fi
 
 # 3. the engine names no kind
 cd "$src" || exit 1

@@ -55,6 +55,18 @@ tests_threads_LDADD = libgpar.la
 GPAR_TAP_TESTS += tests/contention
 tests_contention_SOURCES = tests/contention.c $(GPAR_TEST_HDRS)
 tests_contention_LDADD = libgpar.la
+# runs, atomicity, races: the engine without its global lock as safe as the one with it: runs
+# that close in bounded time whatever other lanes do (an event device: PoCL here); calls made of
+# several ops applied whole, ordered whole against other threads' calls, whole or refused at
+# shutdown; statuses written under the op's lock, readers that leave in O(1), wake-ups and handle
+# slots under races. In the TSan list of .ci/run (its status test needs an event device).
+GPAR_TAP_TESTS += tests/runs tests/atomicity tests/races
+tests_runs_SOURCES = tests/runs.c $(GPAR_TEST_HDRS)
+tests_runs_LDADD = libgpar.la
+tests_atomicity_SOURCES = tests/atomicity.c $(GPAR_TEST_HDRS)
+tests_atomicity_LDADD = libgpar.la
+tests_races_SOURCES = tests/races.c $(GPAR_TEST_HDRS)
+tests_races_LDADD = libgpar.la
 # handles: released, foreign and shut-down handles refused forever, also at the end of the
 # serial counters; forged handles never reach the engine's tokens.
 GPAR_TAP_TESTS += tests/handles

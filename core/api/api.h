@@ -11,8 +11,13 @@
 
 /* GPAR_EINVAL for 0 bytes, GPAR_ERANGE when [off, off + bytes) leaves b (message names what). */
 GPAR__HIDDEN int gpar__check_range(const gpar__buf *b, size_t off, size_t bytes, const char *what);
-/* The end of every op call: submit op; in synchronous mode (outside ops) wait for it and return
- * its status. */
+/* Add the ops of a copy (gpar_copy's checks; a staged copy's legs and its pinned slots) to a
+ * submission, for calls made of several ops (staged collectives). On failure the caller
+ * discards the submission. */
+GPAR__HIDDEN int gpar__copy_build(gpar_engine *eng, gpar_buffer dst, size_t dst_off, gpar_buffer src, size_t src_off,
+                                  size_t bytes, gpar__batch *sub);
+/* The end of every op call: submit op (gpar__op_submit: in synchronous mode, its status once it
+ * has run). */
 GPAR__HIDDEN int gpar__api_submit(gpar__op *op);
 
 #endif

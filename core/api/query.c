@@ -67,9 +67,9 @@ GPAR_API int gpar_stats_get(gpar_engine *e, gpar_stats *stats) {
   }
   memset(stats, 0, sizeof *stats);
   gpar__stats(eng, stats);
-  pthread_mutex_lock(&eng->pinned.mu);
-  stats->pinned_bytes_pool = eng->pinned.held;
-  pthread_mutex_unlock(&eng->pinned.mu);
+  pthread_mutex_lock(&eng->pinned->mu);
+  stats->pinned_bytes_pool = eng->pinned->held;
+  pthread_mutex_unlock(&eng->pinned->mu);
   stats->events_live = (uint64_t)atomic_load(&eng->events_live);
   stats->graph_native_launches = atomic_load(&eng->graph_native);
   stats->kernels_live = atomic_load(&eng->kernels_live);
@@ -130,7 +130,7 @@ GPAR_API int gpar_backend_status(gpar_engine *eng, int backend_id, int *ndev, co
 GPAR_API int gpar_pinned_status(gpar_engine *eng, int *provider, unsigned *registered, const char **reason) {
   int st;
   if (!(eng = gpar__engine_enter(eng, &st))) return st;
-  gpar__pinned_pool *p = &eng->pinned;
+  gpar__pinned_pool *p = eng->pinned;
   unsigned mask = 0;
   for (int r = 0; r < p->nreg; r++) mask |= (unsigned)p->reg[r].ops->id;
   if (provider) *provider = p->ops ? p->ops->id : 0;

@@ -35,11 +35,10 @@ static int user_capturable(const gpar__op *op) {
 
 static const gpar__op_kind kind_user = {.name = "user", .run = user_run, .capturable = user_capturable};
 
-int gpar__api_submit(gpar__op *op) {
-  gpar__op *kept;
-  int st = gpar__op_submit(op, GPAR__SUBMIT_SYNC, &kept);
-  return kept ? gpar__op_wait(kept) : st;
-}
+/* What a user function (or a transport) says about its failure becomes the op's message. */
+GPAR_API int gpar_error_set(int status, const char *msg) { return gpar__errorf(status, "%s", msg ? msg : ""); }
+
+int gpar__api_submit(gpar__op *op) { return gpar__op_submit(op, 0); }
 
 GPAR_API int gpar_submit(gpar_engine *e, int dev, gpar_user_fn fn, void *arg, const gpar_buffer *reads, int nreads,
                          const gpar_buffer *writes, int nwrites) {

@@ -2,7 +2,9 @@
  * staged through pinned host chunks when two devices have no direct path), gpar_write from user
  * memory (staged, so the caller may reuse its memory at once) and gpar_read into user memory
  * (pinned chunks copied out while the next chunk is in flight). Each checks every argument
- * before anything is enqueued. */
+ * before anything is enqueued, and builds all of its ops before it submits them as one
+ * submission (gpar__batch): a transfer applies whole or not at all, and no other thread's op
+ * comes between two of its chunks. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -89,9 +91,9 @@ static int plan_copy(gpar_engine *eng, const gpar__buf *d, const gpar__buf *s, g
   return 0;
 }
 
-/* Check and submit a direct copy; GPAR__STAGED when it must be staged. */
+/* Check a direct copy and add it to the submission; GPAR__STAGED when it must be staged. */
 static int copy_direct(gpar_engine *eng, gpar_buffer dst, size_t dst_off, gpar_buffer src, size_t src_off,
-                       size_t bytes) {
+                       size_t bytes, gpar__batch *sub) {
   gpar__buf *d = NULL, *s = NULL;
   gpar__device *dev = NULL;
   gpar__copy_args c = {.dst_off = dst_off, .src_off = src_off, .bytes = bytes};
@@ -104,67 +106,64 @@ static int copy_direct(gpar_engine *eng, gpar_buffer dst, size_t dst_off, gpar_b
     st = gpar__errorf(GPAR_EALIAS, "gpar_copy: source and destination ranges overlap in one buffer");
   else if (plan_copy(eng, d, s, &dev, &c))
     st = GPAR__STAGED;
+  gpar__op *op = st == GPAR_OK ? copy_op_new(eng, dev, &c) : NULL;
+  if (st == GPAR_OK) st = gpar__batch_add(sub, op);
   if (st != GPAR_OK) {
     if (d) gpar__buf_put(d);
     if (s) gpar__buf_put(s);
     return st;
-  }
-  gpar__op *op = copy_op_new(eng, dev, &c);
-  if (!op) {
-    gpar__buf_put(d);
-    gpar__buf_put(s);
-    return GPAR_ENOMEM;
   }
   st = gpar__op_use(op, s, GPAR__READ);
   if (st == GPAR_OK)
     st = gpar__op_use(op, d, GPAR__WRITE);
   else
     gpar__buf_put(d);
-  if (st != GPAR_OK) {
-    gpar__op_discard(op);
-    return st;
-  }
-  return gpar__api_submit(op);
+  return st; /* on failure the caller discards the submission, and the op with it */
 }
-
-static int copy_call(gpar_engine *eng, gpar_buffer dst, size_t dst_off, gpar_buffer src, size_t src_off, size_t bytes);
 
 /* A copy between two devices with no direct path (different backends, or no peer access):
  * chunk by chunk through a ring of pinned host buffers; a chunk's device-to-host leg overlaps
- * the previous chunk's host-to-device leg, and reusing a slot waits for its last reader. */
+ * the previous chunk's host-to-device leg, and reusing a slot waits for its last reader. The
+ * legs hold the slots; their handles go at once. */
 static int staged_copy(gpar_engine *eng, gpar_buffer dst, size_t dst_off, gpar_buffer src, size_t src_off,
-                       size_t bytes) {
+                       size_t bytes, gpar__batch *sub) {
   size_t chunk = bytes < GPAR__CHUNK ? bytes : GPAR__CHUNK;
   size_t nchunks = (bytes + chunk - 1) / chunk;
   int nslots = nchunks < GPAR__STAGE_SLOTS ? (int)nchunks : GPAR__STAGE_SLOTS;
   gpar_buffer slot[GPAR__STAGE_SLOTS];
   int st = GPAR_OK;
-  int legs = 0; /* legs submitted */
   for (int i = 0; i < nslots && st == GPAR_OK; i++)
     if ((st = gpar__buf_create(eng, GPAR_HOST, chunk, &slot[i]))) nslots = i;
   if (nslots > 0) st = GPAR_OK; /* fewer slots only means less overlap between the legs */
   for (size_t i = 0; i < nchunks && st == GPAR_OK; i++) {
     size_t off = i * chunk, len = bytes - off < chunk ? bytes - off : chunk;
-    st = copy_call(eng, slot[i % (size_t)nslots], 0, src, src_off + off, len);
-    if (st == GPAR_OK) legs++, st = copy_call(eng, dst, dst_off + off, slot[i % (size_t)nslots], 0, len);
-    if (st == GPAR_OK) legs++;
+    st = copy_direct(eng, slot[i % (size_t)nslots], 0, src, src_off + off, len, sub);
+    if (st == GPAR_OK) st = copy_direct(eng, dst, dst_off + off, slot[i % (size_t)nslots], 0, len, sub);
   }
-  /* A recording must not keep the legs already taken as if the copy had succeeded. */
-  if (st != GPAR_OK && legs) gpar__sink_call_failed(eng, st);
   for (int i = 0; i < nslots; i++) gpar__buf_release(eng, slot[i]);
   return st;
 }
 
-static int copy_call(gpar_engine *eng, gpar_buffer dst, size_t dst_off, gpar_buffer src, size_t src_off, size_t bytes) {
-  int st = copy_direct(eng, dst, dst_off, src, src_off, bytes);
-  return st == GPAR__STAGED ? staged_copy(eng, dst, dst_off, src, src_off, bytes) : st;
+int gpar__copy_build(gpar_engine *eng, gpar_buffer dst, size_t dst_off, gpar_buffer src, size_t src_off, size_t bytes,
+                     gpar__batch *sub) {
+  int st = copy_direct(eng, dst, dst_off, src, src_off, bytes, sub);
+  return st == GPAR__STAGED ? staged_copy(eng, dst, dst_off, src, src_off, bytes, sub) : st;
+}
+
+/* Submit what a call built, or discard it all when building failed. */
+static int submit_built(gpar__batch *sub, int st, int flags) {
+  if (st == GPAR_OK) return gpar__batch_submit(sub, flags);
+  gpar__batch_discard(sub);
+  return st;
 }
 
 GPAR_API int gpar_copy(gpar_buffer dst, size_t dst_off, gpar_buffer src, size_t src_off, size_t bytes) {
   int st;
   gpar_engine *eng = gpar__engine_enter_buf(dst, &st);
   if (!eng) return st;
-  st = copy_call(eng, dst, dst_off, src, src_off, bytes);
+  gpar__batch sub;
+  gpar__batch_init(&sub);
+  st = submit_built(&sub, gpar__copy_build(eng, dst, dst_off, src, src_off, bytes, &sub), 0);
   gpar__engine_leave(eng);
   return st;
 }
@@ -184,47 +183,44 @@ static int transfer_check(gpar_engine *eng, gpar_buffer h, size_t off, const voi
   return st;
 }
 
-/* Submit one staged chunk of a write. The staging becomes the op's (freed when it retires or is
- * discarded); on an earlier failure it is freed here. */
-static int write_chunk(gpar_engine *eng, gpar_buffer dst, size_t off, void *staging, size_t len) {
+/* One staged chunk of a write, added to the submission. The staging becomes the op's (freed when
+ * it retires or is discarded); when no op takes it, it is freed here. */
+static int write_chunk(gpar_engine *eng, gpar_buffer dst, size_t off, void *staging, size_t len, gpar__batch *sub) {
   gpar__buf *b;
   int st = gpar__buf_get(eng, dst, &b); /* released meanwhile by another thread? */
   if (st) {
-    gpar__pinned_free(&eng->pinned, staging);
+    gpar__pinned_free(eng->pinned, staging);
     return st;
   }
   gpar__copy_args c = {b->host_memory ? GPAR__COPY_H2H : GPAR__COPY_H2D, b->mem, off, staging, 0, len, NULL};
   gpar__op *op = copy_op_new(eng, b->host_memory ? eng->host_dev : b->dev, &c);
-  if (!op) {
+  if (op) op->owned_pinned = staging;
+  else gpar__pinned_free(eng->pinned, staging);
+  if ((st = gpar__batch_add(sub, op)) != GPAR_OK) {
     gpar__buf_put(b);
-    gpar__pinned_free(&eng->pinned, staging);
-    return GPAR_ENOMEM;
-  }
-  op->owned_pinned = staging;
-  if ((st = gpar__op_use(op, b, GPAR__WRITE))) {
-    gpar__op_discard(op);
     return st;
   }
-  return gpar__api_submit(op);
+  return gpar__op_use(op, b, GPAR__WRITE);
 }
 
 /* The user's data is staged in pinned memory so the caller may reuse its memory at once. A
  * device destination is written chunk by chunk: staging chunk i+1 overlaps chunk i's
- * host-to-device copy. A chunk that cannot be staged stops the write with its error (the
- * chunks before it are already submitted; a recording thread's graph is told, and fails). */
+ * host-to-device copy. Every chunk is staged before any is submitted: a chunk that cannot be
+ * staged fails the write with nothing applied. */
 static int write_call(gpar_engine *eng, gpar_buffer dst, size_t off, const void *user_ptr, size_t bytes) {
   int host, st = transfer_check(eng, dst, off, user_ptr, bytes, "gpar_write", &host);
   if (st) return st;
-  size_t chunk = host ? bytes : GPAR__CHUNK, sent = 0;
+  size_t chunk = host ? bytes : GPAR__CHUNK;
+  gpar__batch sub;
+  gpar__batch_init(&sub);
   for (size_t done = 0; done < bytes && st == GPAR_OK; done += chunk) {
     size_t len = bytes - done < chunk ? bytes - done : chunk;
     void *staging;
     if ((st = gpar__pinned_alloc(eng, len, &staging))) break;
     memcpy(staging, (const char *)user_ptr + done, len);
-    if ((st = write_chunk(eng, dst, off + done, staging, len)) == GPAR_OK) sent++;
+    st = write_chunk(eng, dst, off + done, staging, len, &sub);
   }
-  if (st != GPAR_OK && sent) gpar__sink_call_failed(eng, st); /* some chunks went before it */
-  return st;
+  return submit_built(&sub, st, 0);
 }
 
 GPAR_API int gpar_write(gpar_buffer dst, size_t off, const void *user_ptr, size_t bytes) {
@@ -238,90 +234,81 @@ GPAR_API int gpar_write(gpar_buffer dst, size_t off, const void *user_ptr, size_
 
 /* ---------------------------------------------------------------- read */
 
-/* One chunk of a read: b+off -> dst (a host pointer), on the host or the source's D2H lane.
- * *out: the op with a reference for gpar__op_wait. */
-static int read_chunk(gpar_engine *eng, gpar__buf *b, size_t off, void *dst, size_t len, gpar__op **out) {
+/* A copy of len bytes from b+off to the host pointer dst, on the host or on b's D2H lane, that
+ * reads b; added to the submission. */
+static int read_op(gpar_engine *eng, gpar__buf *b, size_t off, void *dst, size_t len, gpar__batch *sub, gpar__op **out) {
   int host = b->host_memory;
   gpar__copy_args c = {host ? GPAR__COPY_H2H : GPAR__COPY_D2H, dst, 0, b->mem, off, len, NULL};
   gpar__op *op = copy_op_new(eng, host ? eng->host_dev : b->dev, &c);
-  *out = NULL;
-  if (!op) return GPAR_ENOMEM;
-  op->reported = 1;
+  int st = gpar__batch_add(sub, op);
+  if (st != GPAR_OK) return st;
   gpar__buf_ref(b); /* the op's own reference */
-  int st = gpar__op_use(op, b, GPAR__READ);
-  if (st != GPAR_OK) {
-    gpar__op_discard(op);
-    return st;
-  }
-  return gpar__op_submit(op, GPAR__SUBMIT_KEEP, out);
+  if (out) *out = op;
+  return gpar__op_use(op, b, GPAR__READ);
 }
 
 /* Copy a staged chunk into (pageable) user memory: one thread's memcpy reaches ~5 GB/s into
  * malloc memory on the H200 machine, a tenth of the copy engine's rate, so large chunks are
- * split between the calling thread and up to GPAR__READ_PARTS - 1 CPU workers (as many as the
- * host backend has threads). The parts are ops on the CPU device with no buffers, so they
- * order against nothing. */
-static void copy_out(gpar_engine *eng, char *dst, const char *src, size_t len) {
-  enum { MAX_PARTS = GPAR__READ_PARTS };
+ * split into up to GPAR__READ_PARTS ops on the CPU device (as many as it has workers), each a
+ * reader of the slot. */
+static int copy_out_ops(gpar_engine *eng, gpar__buf *slot, char *dst, size_t len, gpar__batch *sub) {
   const size_t min_part = (size_t)1 << 20;
-  int parts = eng->cfg.host_threads < MAX_PARTS ? eng->cfg.host_threads : MAX_PARTS;
+  int parts = eng->cfg.host_threads < GPAR__READ_PARTS ? eng->cfg.host_threads : GPAR__READ_PARTS, st = GPAR_OK;
   if (len / min_part < (size_t)parts) parts = (int)(len / min_part);
-  if (parts <= 1 || gpar__in_op) {
-    memcpy(dst, src, len);
-    return;
-  }
+  if (parts < 1) parts = 1;
   size_t part = (len + (size_t)parts - 1) / (size_t)parts;
-  gpar__op *ops[MAX_PARTS] = {0};
-  for (int p = 1; p < parts; p++) { /* part 0 is the caller's */
-    size_t o = (size_t)p * part, n = len - o < part ? len - o : part;
-    gpar__copy_args c = {GPAR__COPY_H2H, dst, o, (void *)src, o, n, NULL};
+  for (size_t o = 0; o < len && st == GPAR_OK; o += part) {
+    gpar__copy_args c = {GPAR__COPY_H2H, dst, o, slot->mem, o, len - o < part ? len - o : part, NULL};
     gpar__op *op = copy_op_new(eng, eng->host_dev, &c);
-    if (!op) break;
-    op->reported = 1;
-    if (gpar__op_submit(op, GPAR__SUBMIT_KEEP, &ops[p])) ops[p] = NULL; /* refused: the caller copies it */
+    if ((st = gpar__batch_add(sub, op)) != GPAR_OK) break;
+    gpar__buf_ref(slot);
+    st = gpar__op_use(op, slot, GPAR__READ);
   }
-  memcpy(dst, src, part);
-  for (int p = 1; p < parts; p++) {
-    size_t o = (size_t)p * part, n = len - o < part ? len - o : part;
-    if (ops[p])
-      gpar__op_wait(ops[p]);
-    else
-      memcpy(dst + o, src + o, n);
+  return st;
+}
+
+/* Pinned slots for a device read: up to GPAR__READ_SLOTS (at least one; fewer, a pinned limit,
+ * only means less overlap), with their handles; *n of them. */
+static int read_slots(gpar_engine *eng, size_t chunk, int want, gpar_buffer *slot, gpar__buf **sb, int *n) {
+  int st = GPAR_OK;
+  *n = 0;
+  while (*n < want && (st = gpar__buf_create(eng, GPAR_HOST, chunk, &slot[*n])) == GPAR_OK) {
+    if ((st = gpar__buf_get(eng, slot[*n], &sb[*n])) != GPAR_OK) {
+      gpar__buf_release(eng, slot[*n]);
+      break;
+    }
+    (*n)++;
   }
+  return *n > 0 ? GPAR_OK : st;
 }
 
 /* A device buffer (the caller holds a reference on b, so a concurrent release cannot free it
- * meanwhile): device-to-host into pinned chunks, each copied out while the next chunk is in
- * flight. */
+ * meanwhile): device-to-host into pinned slots, each copied out by CPU ops while the next chunks
+ * are in flight. All the chunks are one submission, linked at once behind b's last writer, so
+ * the read sees one version of b whatever other threads submit meanwhile; the caller waits. */
 static int read_device(gpar_engine *eng, gpar__buf *b, size_t off, void *user_ptr, size_t bytes) {
   size_t chunk = bytes < GPAR__READ_CHUNK ? bytes : GPAR__READ_CHUNK;
   size_t nchunks = (bytes + chunk - 1) / chunk;
-  int nslots = nchunks < GPAR__READ_SLOTS ? (int)nchunks : GPAR__READ_SLOTS, st = GPAR_OK;
-  void *slot[GPAR__READ_SLOTS];
-  gpar__op *pending[GPAR__READ_SLOTS] = {0};
-  for (int i = 0; i < nslots; i++)
-    if ((st = gpar__pinned_alloc(eng, chunk, &slot[i]))) {
-      nslots = i;
-      break;
-    }
-  if (nslots > 0) st = GPAR_OK; /* fewer slots (a pinned limit) only means less overlap */
-  size_t submitted = 0;
+  gpar_buffer slot[GPAR__READ_SLOTS];
+  gpar__buf *sb[GPAR__READ_SLOTS];
+  int nslots, st = read_slots(eng, chunk, nchunks < GPAR__READ_SLOTS ? (int)nchunks : GPAR__READ_SLOTS, slot, sb,
+                              &nslots);
+  if (st != GPAR_OK) return st;
+  gpar__batch sub;
+  gpar__batch_init(&sub);
   for (size_t i = 0; i < nchunks && st == GPAR_OK; i++) {
-    for (; submitted < nchunks && submitted < i + (size_t)nslots && st == GPAR_OK; submitted++) {
-      size_t o = submitted * chunk, len = bytes - o < chunk ? bytes - o : chunk;
-      st = read_chunk(eng, b, off + o, slot[submitted % (size_t)nslots], len, &pending[submitted % (size_t)nslots]);
-    }
-    if (st) break;
-    gpar__op *op = pending[i % (size_t)nslots];
-    pending[i % (size_t)nslots] = NULL;
-    if ((st = gpar__op_wait(op))) break;
+    gpar__buf *s = sb[i % (size_t)nslots];
     size_t o = i * chunk, len = bytes - o < chunk ? bytes - o : chunk;
-    copy_out(eng, (char *)user_ptr + o, slot[i % (size_t)nslots], len);
+    gpar__op *op = NULL;
+    if ((st = read_op(eng, b, off + o, s->mem, len, &sub, &op)) != GPAR_OK) break;
+    gpar__buf_ref(s);
+    if ((st = gpar__op_use(op, s, GPAR__WRITE)) == GPAR_OK) st = copy_out_ops(eng, s, (char *)user_ptr + o, len, &sub);
   }
-  for (int i = 0; i < nslots; i++) /* chunks still in flight after a failure */
-    if (pending[i]) gpar__op_wait(pending[i]);
-  for (int i = 0; i < nslots; i++) gpar__pinned_free(&eng->pinned, slot[i]);
-  return st;
+  for (int i = 0; i < nslots; i++) {
+    gpar__buf_put(sb[i]);
+    gpar__buf_release(eng, slot[i]); /* freed once the ops are done with it */
+  }
+  return submit_built(&sub, st, GPAR__SUBMIT_WAIT);
 }
 
 GPAR_API int gpar_read(gpar_buffer src, size_t off, void *user_ptr, size_t bytes) {
@@ -329,8 +316,9 @@ GPAR_API int gpar_read(gpar_buffer src, size_t off, void *user_ptr, size_t bytes
   gpar_engine *eng = gpar__engine_enter_buf(src, &st);
   if (!eng) return st;
   gpar__buf *b = NULL;
-  gpar__op *op = NULL;
   if ((st = gpar__buf_get(eng, src, &b)) == GPAR_OK && (st = gpar__check_range(b, off, bytes, "gpar_read")) == GPAR_OK) {
+    gpar__batch sub;
+    gpar__batch_init(&sub);
     if (!user_ptr)
       st = gpar__errorf(GPAR_EINVAL, "gpar_read: user pointer is NULL");
     else if (gpar__in_op)
@@ -338,7 +326,7 @@ GPAR_API int gpar_read(gpar_buffer src, size_t off, void *user_ptr, size_t bytes
     else if (gpar__sink_active(eng))
       st = gpar__errorf(GPAR_ERECORDING, "gpar_read called while this thread records a graph");
     else if (b->host_memory) /* one chunk straight into user memory */
-      st = (st = read_chunk(eng, b, off, user_ptr, bytes, &op)) == GPAR_OK ? gpar__op_wait(op) : st;
+      st = submit_built(&sub, read_op(eng, b, off, user_ptr, bytes, &sub, NULL), GPAR__SUBMIT_WAIT);
     else
       st = read_device(eng, b, off, user_ptr, bytes);
   }

@@ -1,6 +1,7 @@
-/* comm.h: communicators' private types, shared by comm.c (communicator objects and handles,
- * argument checks, the public collectives, shutdown) and paths.c (how a checked collective
- * becomes engine ops: the backend path and the staged path, and their kinds).
+/* comm.h: communicators' private types, shared by comm.c (communicator objects, handles,
+ * shutdown), paths.c (how a checked collective becomes engine ops: the backend path and the
+ * staged path, and their kinds) and collectives.c (argument checks, the public collectives);
+ * each file uses the ones before it.
  *
  * Handles and lifetime (the one rule of engine/handle.c): a gpar_comm is {slot, serial} of the
  * table of live communicators. A communicator lives while its handle or a call in progress
@@ -37,8 +38,11 @@ typedef struct gpar__comm_member {
   int host;    /* host code can touch its memory */
 } gpar__comm_member;
 
-/* The collectives' public names, by gpar_coll_kind. */
+/* comm.c: the collectives' public names, by gpar_coll_kind. */
 GPAR__HIDDEN extern const char *const gpar__coll_names[];
+/* Take a reference on a live communicator (GPAR_EINVAL with a message otherwise); drop it. */
+GPAR__HIDDEN int gpar__comm_get(gpar_comm h, const char *fn, gpar__comm **out);
+GPAR__HIDDEN void gpar__comm_put(gpar__comm *c);
 
 /* paths.c: issue a checked collective (m: its nlocal members) as engine ops. */
 /* Backend path: one member op per member, all submitted at once, c->bops set. */

@@ -78,119 +78,87 @@ static void reduce_release(gpar__op *op) {
 
 static const gpar__op_kind kind_reduce = {.name = "comm_reduce", .run = reduce_run, .release = reduce_release};
 
-/* Orders by its buffers only (the staged path's order and closing ops). */
-static int order_run(gpar__device *dev, gpar__op *op) {
-  (void)dev;
-  (void)op;
-  return GPAR_OK;
-}
-
-static const gpar__op_kind kind_order = {.name = "comm_order", .run = order_run};
-
 /* ---------------------------------------------------------------- backend path */
 
-/* One member op per member, on its device's peer lane (NCCL's own stream per device; the
- * engine joins it to the compute and copy lanes by events). All are built before any is
- * submitted: a failure leaves nothing enqueued. */
-int gpar__comm_backend(gpar__comm *c, const gpar_coll *a, const gpar__comm_member *m) {
+/* Member n's op: its buffer and its member token (every ordered collective writes it). */
+static int member_op(gpar__comm *c, const gpar_coll *a, const gpar__comm_member *m, int n, gpar__batch *sub) {
   gpar_engine *eng = c->eng;
-  int st = GPAR_OK, n = 0;
-  gpar__op **ops = calloc((size_t)c->nlocal * 2, sizeof *ops), **kept = ops + c->nlocal;
-  if (!ops) return gpar__errorf(GPAR_ENOMEM, "out of host memory for an operation");
-  for (; n < c->nlocal && st == GPAR_OK; n++) {
-    gpar__buf *b = NULL, *tok = NULL;
-    gpar__op *op = ops[n] = gpar__op_new(eng, &kind_member, eng->devs[c->devs[n]], GPAR__LANE_PEER);
-    if (!op) {
-      st = GPAR_ENOMEM;
-      break;
-    }
-    if ((st = gpar__buf_get(eng, m[n].h, &b)) || (st = gpar__buf_get_token(eng, c->tokens[n], &tok))) {
-      if (b) gpar__buf_put(b);
-      n++;
-      break;
-    }
-    *(gpar__coll_args *)gpar__op_args(op) = (gpar__coll_args){(int)a->kind, c->bcomm, n, b->mem, m[n].off, a->count,
-                                                              (int)gpar_dtype_size(a->dtype), (int)a->op, a->root, 0,
-                                                              (int)a->dtype};
-    int mode = a->kind == GPAR_COLL_BROADCAST && a->root == n ? GPAR__READ : GPAR__READ | GPAR__WRITE;
-    st = gpar__op_use(op, b, mode);
-    if (st == GPAR_OK)
-      st = gpar__op_use(op, tok, GPAR__WRITE);
-    else
-      gpar__buf_put(tok);
+  gpar__buf *b = NULL, *tok = NULL;
+  gpar__op *op = gpar__op_new(eng, &kind_member, eng->devs[c->devs[n]], GPAR__LANE_PEER);
+  int st = gpar__batch_add(sub, op);
+  if (st == GPAR_OK && ((st = gpar__buf_get(eng, m[n].h, &b)) || (st = gpar__buf_get_token(eng, c->tokens[n], &tok)))) {
+    if (b) gpar__buf_put(b);
+    return st;
   }
-  if (st != GPAR_OK) {
-    for (int i = 0; i < n; i++)
-      if (ops[i]) gpar__op_discard(ops[i]);
-  } else {
-    st = gpar__op_submit_all(ops, n, GPAR__SUBMIT_SYNC, kept);
-    for (int i = 0; i < n; i++) /* synchronous mode */
-      if (kept[i]) {
-        int s = gpar__op_wait(kept[i]);
-        if (st == GPAR_OK) st = s;
-      }
+  if (st != GPAR_OK) return st;
+  *(gpar__coll_args *)gpar__op_args(op) = (gpar__coll_args){(int)a->kind, c->bcomm, n, b->mem, m[n].off, a->count,
+                                                            (int)gpar_dtype_size(a->dtype), (int)a->op, a->root, 0,
+                                                            (int)a->dtype};
+  int mode = a->kind == GPAR_COLL_BROADCAST && a->root == n ? GPAR__READ : GPAR__READ | GPAR__WRITE;
+  if ((st = gpar__op_use(op, b, mode)) != GPAR_OK) {
+    gpar__buf_put(tok);
+    return st;
   }
-  free(ops);
+  return gpar__op_use(op, tok, GPAR__WRITE);
+}
+
+/* Submit what a collective built, or discard it all when building failed. */
+static int submit_built(gpar__batch *sub, int st) {
+  if (st == GPAR_OK) return gpar__batch_submit(sub, 0);
+  gpar__batch_discard(sub);
   return st;
+}
+
+/* One member op per member, on its device's peer lane (NCCL's own stream per device; the
+ * engine joins it to the compute and copy lanes by events). All are built, then submitted as
+ * one submission: a failure leaves nothing enqueued, and no other thread's op comes between
+ * two members on any buffer. */
+int gpar__comm_backend(gpar__comm *c, const gpar_coll *a, const gpar__comm_member *m) {
+  gpar__batch sub;
+  int st = GPAR_OK;
+  gpar__batch_init(&sub);
+  for (int n = 0; n < c->nlocal && st == GPAR_OK; n++) st = member_op(c, a, m, n, &sub);
+  return submit_built(&sub, st);
 }
 
 /* ---------------------------------------------------------------- staged path */
 
-/* The staged path's steps are ordinary ops, most issued through the public calls. In
- * synchronous mode each call returns the status of its op, which has run by then: a failed op
- * does not stop the collective, its failure travels to the outputs as data (as in asynchronous
- * mode, where only a failure to issue stops it); the first failure is returned. */
-typedef struct steps {
-  int st;   /* first failure */
-  int sync; /* synchronous mode: keep going */
-} steps;
-
-static int steps_go(const steps *s) { return s->st == GPAR_OK || s->sync; }
-static void steps_note(steps *s, int st) {
-  if (s->st == GPAR_OK) s->st = st;
-}
+/* The staged path builds every op of a collective (copies, a reduction, order ops) into one
+ * submission: it applies whole or not at all, and another thread's write of a member cannot
+ * land between its copy-in and its copy-back. */
 
 /* An op on the CPU that reads each member's buffer and writes every member token: issue order
  * (see the head of this file). Its failure (an input whose writer failed) only repeats one
- * that reaches the collective's outputs where it should, so it is neither reported to
- * gpar_wait_all nor returned (synchronous mode). */
-static int submit_order(gpar__comm *c, const gpar__comm_member *m) {
+ * that reaches the collective's outputs where it should (a kind that echoes: neither reported
+ * to gpar_wait_all nor returned). */
+static int order_op(gpar__comm *c, const gpar__comm_member *m, gpar__batch *sub) {
   gpar_engine *eng = c->eng;
-  gpar__op *op = gpar__op_new(eng, &kind_order, eng->host_dev, GPAR__LANE_COMPUTE);
-  if (!op) return gpar__errorf(GPAR_ENOMEM, "out of host memory for an operation");
-  op->reported = 1;
-  int st = GPAR_OK;
+  gpar__op *op = gpar__op_new(eng, &gpar__kind_order, eng->host_dev, GPAR__LANE_COMPUTE);
+  int st = gpar__batch_add(sub, op);
   gpar__buf *b;
   for (int i = 0; i < c->nlocal && st == GPAR_OK; i++)
     if ((st = gpar__buf_get(eng, m[i].h, &b)) == GPAR_OK) st = gpar__op_use(op, b, GPAR__READ);
   for (int i = 0; i < c->nlocal && st == GPAR_OK; i++)
     if ((st = gpar__buf_get_token(eng, c->tokens[i], &b)) == GPAR_OK) st = gpar__op_use(op, b, GPAR__WRITE);
-  if (st != GPAR_OK) {
-    gpar__op_discard(op);
-    return st;
-  }
-  gpar__op *kept;
-  st = gpar__op_submit(op, GPAR__SUBMIT_SYNC, &kept);
-  if (kept) gpar__op_wait(kept); /* synchronous mode: done on return; its status is only an echo */
   return st;
 }
 
 /* The CPU reduction: reads srcs, writes the result buffer R and every host member, and the
- * tokens (after the previous collective's closing op: the copies back follow it). Sources and outputs are host pointers (offsets applied). */
-static int submit_reduce(gpar__comm *c, const gpar_coll *a, size_t count, const gpar_buffer *srcs, const size_t *soff,
-                         int nsrc, gpar_buffer r, const gpar__comm_member *m) {
+ * tokens (after the previous collective's closing op: the copies back follow it). Sources and
+ * outputs are host pointers (offsets applied). */
+static int reduce_op(gpar__comm *c, const gpar_coll *a, size_t count, const gpar_buffer *srcs, const size_t *soff,
+                     int nsrc, gpar_buffer r, const gpar__comm_member *m, gpar__batch *sub) {
   gpar_engine *eng = c->eng;
   void **src = malloc(sizeof *src * (size_t)(nsrc + c->nlocal + 1));
   if (!src) return gpar__errorf(GPAR_ENOMEM, "out of host memory for an operation");
   void **dst = src + nsrc;
-  int ndst = 0, st = GPAR_OK;
+  int ndst = 0, st;
   gpar__op *op = gpar__op_new(eng, &kind_reduce, eng->host_dev, GPAR__LANE_COMPUTE);
-  if (!op) {
-    free(src);
-    return GPAR_ENOMEM;
-  }
+  if (op) *(gpar__reduce_args *)gpar__op_args(op) = (gpar__reduce_args){(int)gpar_dtype_size(a->dtype), (int)a->op,
+                                                                        count, nsrc, 0, src, dst, (int)a->dtype};
+  else free(src);
+  if ((st = gpar__batch_add(sub, op)) != GPAR_OK) return st; /* from here on src is the op's */
   gpar__reduce_args *ra = gpar__op_args(op);
-  *ra = (gpar__reduce_args){(int)gpar_dtype_size(a->dtype), (int)a->op, count, nsrc, 0, src, dst, (int)a->dtype};
   gpar__buf *b;
   if ((st = gpar__buf_get(eng, r, &b)) == GPAR_OK) {
     dst[ndst++] = b->mem;
@@ -209,80 +177,91 @@ static int submit_reduce(gpar__comm *c, const gpar_coll *a, size_t count, const 
   for (int i = 0; i < c->nlocal && st == GPAR_OK; i++)
     if ((st = gpar__buf_get_token(eng, c->tokens[i], &b)) == GPAR_OK) st = gpar__op_use(op, b, GPAR__WRITE);
   ra->ndst = ndst;
-  if (st != GPAR_OK) {
-    gpar__op_discard(op); /* frees src with the op (kind release) */
-    return st;
+  return st;
+}
+
+/* The staging of an allreduce: the result R and, per device member, a source buffer in host
+ * memory (host members are read in place): buffers first, so a collective that cannot get its
+ * staging issues nothing. */
+typedef struct staging {
+  gpar_buffer r, *srcs;
+  size_t *soff;
+} staging;
+
+static int staging_make(gpar__comm *c, const gpar__comm_member *m, size_t bytes, staging *sg) {
+  int st = GPAR_OK;
+  sg->r.id = 0;
+  sg->srcs = calloc((size_t)c->nlocal, sizeof *sg->srcs);
+  sg->soff = calloc((size_t)c->nlocal, sizeof *sg->soff);
+  if (!sg->srcs || !sg->soff) return gpar__errorf(GPAR_ENOMEM, "out of host memory");
+  if ((st = gpar__buf_create(c->eng, GPAR_HOST, bytes, &sg->r))) sg->r.id = 0;
+  for (int i = 0; i < c->nlocal && st == GPAR_OK; i++) {
+    if (m[i].host) {
+      sg->srcs[i] = m[i].h;
+      sg->soff[i] = m[i].off;
+    } else if ((st = gpar__buf_create(c->eng, GPAR_HOST, bytes, &sg->srcs[i]))) {
+      sg->srcs[i].id = 0;
+    }
   }
-  return gpar__api_submit(op);
+  return st;
+}
+
+/* Release the staging's handles (the ops that use it hold it until they are done). */
+static void staging_free(gpar__comm *c, const gpar__comm_member *m, staging *sg) {
+  for (int i = 0; sg->srcs && i < c->nlocal; i++)
+    if (!m[i].host && sg->srcs[i].id) gpar__buf_release(c->eng, sg->srcs[i]);
+  if (sg->r.id) gpar__buf_release(c->eng, sg->r);
+  free(sg->srcs);
+  free(sg->soff);
 }
 
 /* Allreduce (and reduce-scatter, as an allreduce of the whole range) through host memory:
- * device members' ranges are copied into staging, reduced on the CPU into R, and R copied back.
- * Host members are read and written in place by the reduction. */
-static int staged_allreduce(gpar__comm *c, const gpar_coll *a, const gpar__comm_member *m, steps *s) {
-  gpar_engine *eng = c->eng;
+ * device members' ranges are copied into staging, reduced on the CPU into R, and R copied back,
+ * then a closing op. Host members are read and written in place by the reduction. */
+static int staged_allreduce(gpar__comm *c, const gpar_coll *a, const gpar__comm_member *m, gpar__batch *sub) {
   size_t es = gpar_dtype_size(a->dtype);
   size_t count = a->count * (a->kind == GPAR_COLL_REDUCE_SCATTER ? (size_t)c->nmembers : 1), bytes = count * es;
   int n = c->nlocal, copies = 0;
-  gpar_buffer r = {0}, *srcs = calloc((size_t)n, sizeof *srcs);
-  size_t *soff = calloc((size_t)n, sizeof *soff);
-  if (!srcs || !soff) {
-    free(srcs);
-    free(soff);
-    return gpar__errorf(GPAR_ENOMEM, "out of host memory");
-  }
-  /* Buffers first: a collective that cannot get its staging issues nothing. */
-  int st = gpar_buffer_create(eng, GPAR_HOST, bytes, &r);
-  for (int i = 0; i < n && st == GPAR_OK; i++) {
-    if (m[i].host) {
-      srcs[i] = m[i].h;
-      soff[i] = m[i].off;
-    } else {
-      st = gpar_buffer_create(eng, GPAR_HOST, bytes, &srcs[i]);
-    }
-  }
-  steps_note(s, st);
-  for (int i = 0; i < n && st == GPAR_OK && steps_go(s); i++)
-    if (!m[i].host) steps_note(s, gpar_copy(srcs[i], 0, m[i].h, m[i].off, bytes));
-  if (st == GPAR_OK && steps_go(s)) steps_note(s, submit_reduce(c, a, count, srcs, soff, n, r, m));
-  for (int i = 0; i < n && st == GPAR_OK && steps_go(s); i++)
+  staging sg;
+  int st = staging_make(c, m, bytes, &sg);
+  for (int i = 0; i < n && st == GPAR_OK; i++)
+    if (!m[i].host) st = gpar__copy_build(c->eng, sg.srcs[i], 0, m[i].h, m[i].off, bytes, sub);
+  if (st == GPAR_OK) st = reduce_op(c, a, count, sg.srcs, sg.soff, n, sg.r, m, sub);
+  for (int i = 0; i < n && st == GPAR_OK; i++)
     if (!m[i].host) {
-      steps_note(s, gpar_copy(m[i].h, m[i].off, r, 0, bytes));
+      st = gpar__copy_build(c->eng, m[i].h, m[i].off, sg.r, 0, bytes, sub);
       copies++;
     }
-  if (copies && steps_go(s)) steps_note(s, submit_order(c, m)); /* closing: after the copies back */
-  for (int i = 0; i < n; i++)
-    if (!m[i].host && srcs[i].id) gpar_buffer_release(srcs[i]); /* freed once their ops are done */
-  if (r.id) gpar_buffer_release(r);
-  free(srcs);
-  free(soff);
-  return s->st;
+  if (copies && st == GPAR_OK) st = order_op(c, m, sub); /* closing: after the copies back */
+  staging_free(c, m, &sg);
+  return st;
 }
 
 /* Broadcast and all-gather are copies between the members (gpar_copy picks peer, staged or
  * host paths), between an order op and a closing op (see the head of this file). */
-static int staged_copies(gpar__comm *c, const gpar_coll *a, const gpar__comm_member *m, steps *s) {
+static int staged_copies(gpar__comm *c, const gpar_coll *a, const gpar__comm_member *m, gpar__batch *sub) {
   size_t es = gpar_dtype_size(a->dtype), blk = a->count * es;
-  int copies = 0;
-  steps_note(s, submit_order(c, m));
-  for (int i = 0; i < c->nlocal && steps_go(s); i++)
-    for (int j = 0; j < c->nlocal && steps_go(s); j++) {
+  int copies = 0, st = order_op(c, m, sub);
+  for (int i = 0; i < c->nlocal && st == GPAR_OK; i++)
+    for (int j = 0; j < c->nlocal && st == GPAR_OK; j++) {
       if (i == j) continue;
       if (a->kind == GPAR_COLL_BROADCAST && i == a->root - c->first_local) {
-        steps_note(s, gpar_copy(m[j].h, m[j].off, m[i].h, m[i].off, blk));
+        st = gpar__copy_build(c->eng, m[j].h, m[j].off, m[i].h, m[i].off, blk, sub);
         copies++;
       } else if (a->kind == GPAR_COLL_ALL_GATHER) {
-        steps_note(s, gpar_copy(m[j].h, m[j].off + (size_t)i * blk, m[i].h, m[i].off + (size_t)i * blk, blk));
+        st = gpar__copy_build(c->eng, m[j].h, m[j].off + (size_t)i * blk, m[i].h, m[i].off + (size_t)i * blk, blk, sub);
         copies++;
       }
     }
-  if (copies && steps_go(s)) steps_note(s, submit_order(c, m));
-  return s->st;
+  if (copies && st == GPAR_OK) st = order_op(c, m, sub);
+  return st;
 }
 
 /* The staged path of a collective (comm.h). */
 int gpar__comm_staged(gpar__comm *c, const gpar_coll *a, const gpar__comm_member *m) {
-  steps s = {GPAR_OK, c->eng->cfg.synchronous && !gpar__in_op};
+  gpar__batch sub;
+  gpar__batch_init(&sub);
   int reduces = a->kind == GPAR_COLL_ALLREDUCE || a->kind == GPAR_COLL_REDUCE_SCATTER;
-  return reduces ? staged_allreduce(c, a, m, &s) : staged_copies(c, a, m, &s);
+  int st = reduces ? staged_allreduce(c, a, m, &sub) : staged_copies(c, a, m, &sub);
+  return submit_built(&sub, st);
 }

@@ -13,22 +13,10 @@
  * (creation and the last reference's free). */
 #include <stdlib.h>
 
-#include "engine/engine.h"
-
-static _Atomic uint64_t gpar__buf_serial; /* last buffer serial given */
-
-uint64_t gpar__buf_serial_last(void) { return atomic_load(&gpar__buf_serial); }
-
-void gpar__buf_serial_set(uint64_t next) { atomic_store(&gpar__buf_serial, next - 1); }
-
-/* A buffer serial, never 0 and never reused; 0 once they are used up. */
-static uint64_t buf_serial_next(void) {
-  uint64_t n = atomic_load(&gpar__buf_serial);
-  do {
-    if (n == UINT64_MAX) return 0;
-  } while (!atomic_compare_exchange_weak(&gpar__buf_serial, &n, n + 1));
-  return n + 1;
-}
+#include "engine/buffer.h"
+#include "engine/device.h"
+#include "engine/fault.h"
+#include "engine/pinned.h"
 
 /* Handles: id = (engine slot + 1) << 32 | buffer slot; serial = the buffer's serial. */
 gpar_buffer gpar__buf_handle(const gpar__buf *b) {
@@ -95,13 +83,14 @@ static void buf_free(gpar__buf *b) {
   if (b->dev)
     b->dev->ops->mem_free(b->dev->bdev, b->mem);
   else if (b->mem)
-    gpar__pinned_free(&eng->pinned, b->mem);
+    gpar__pinned_free(eng->pinned, b->mem);
   if (b->bytes) atomic_fetch_sub_explicit(&eng->buffers_live, 1, memory_order_relaxed); /* tokens not counted */
   free(b->readers);
   free(b->errmsg);
   b->readers = NULL;
   b->errmsg = NULL;
   b->rhead = b->rtail = b->capreaders = 0;
+  b->reader_probes = 0;
   b->writer = NULL;
   b->mem = NULL;
   atomic_store(&b->serial, 0);
@@ -141,7 +130,7 @@ static gpar__buf *slot_take(gpar_engine *eng) {
 /* A new buffer over mem (bytes 0: a token), with one reference: the handle's. */
 static int buf_register(gpar_engine *eng, gpar__device *dev, size_t bytes, void *mem, gpar_buffer *out) {
   if (atomic_load(&eng->state) == GPAR__ENG_CLOSED) return gpar__errorf(GPAR_ESHUTDOWN, "engine is shut down");
-  uint64_t serial = buf_serial_next();
+  uint64_t serial = gpar__buf_serial_next();
   if (!serial) return gpar__errorf(GPAR_ENOMEM, "buffer serials used up");
   gpar__buf *b = slot_take(eng);
   if (!b)
@@ -183,7 +172,7 @@ int gpar__buf_create(gpar_engine *eng, int dev, size_t bytes, gpar_buffer *buf) 
     if (d)
       d->ops->mem_free(d->bdev, mem);
     else
-      gpar__pinned_free(&eng->pinned, mem);
+      gpar__pinned_free(eng->pinned, mem);
   }
   return st;
 }

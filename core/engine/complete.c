@@ -11,7 +11,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine/engine.h"
+#include "engine/deps.h"
+#include "engine/device.h"
+#include "engine/fault.h"
 
 /* ---------------------------------------------------------------- GPU completion thread */
 

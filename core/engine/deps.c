@@ -19,12 +19,18 @@
  * so every edge to it exists by then. Dispatch changes the state and walks the list under the
  * op's lock, and a linking thread reads the state under the same lock, so an edge linked after
  * the dispatch knows not to wait for it.
- * Lock order: a buffer's lock, then an op's lock; never two buffers or two ops at once. */
+ * Lock order: buffers' locks (several only while a submission is linked, in address order), then
+ * an op's lock; never two ops' locks at once. */
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine.h"
+#include "engine/buffer.h"
+#include "engine/deps.h"
+#include "engine/device.h"
+#include "engine/inflight.h"
+#include "engine/queue.h"
+#include "engine/trace.h"
 
 /* ---------------------------------------------------------------- edges */
 
@@ -50,28 +56,6 @@ static int edges_push(gpar__edges *e, gpar__op *op, int flags) {
 
 /* An access's mode, read while producers may mark it (GPAR__READ_FAILED) from other threads. */
 static int access_mode(const gpar__access *a) { return __atomic_load_n(&a->mode, __ATOMIC_RELAXED); }
-
-/* The status op leaves on buffer b that it writes: its own, or with per-buffer outcomes the
- * mark of its access to b. */
-int gpar__op_write_status(const gpar__op *op, const gpar__buf *b, const char **msg) {
-  *msg = op->errmsg;
-  if (!op->partial) return op->status;
-  *msg = NULL;
-  for (int a = 0; a < op->nacc; a++) {
-    const gpar__access *acc = gpar__op_access(op, a);
-    if (acc->buf != b) continue;
-    if (acc->mode & GPAR__WRITE_FAILED) {
-      *msg = op->errmsg;
-      return op->status;
-    }
-    if (acc->mode & GPAR__WRITE_SKIPPED) {
-      *msg = gpar_strerror(GPAR_EDEPFAILED);
-      return GPAR_EDEPFAILED;
-    }
-    break;
-  }
-  return GPAR_OK;
-}
 
 /* Whether op writes b. */
 static int op_writes(const gpar__op *op, const gpar__buf *b) {
@@ -137,16 +121,27 @@ static int add_edge(gpar__op *p, gpar__op *c, int data) {
   return st;
 }
 
-/* A buffer's readers since its last write: a queue in readers[rhead, rtail). Readers retire
- * roughly in the order they were linked, so one leaves its slot empty (NULL) and the head moves
- * past empty slots: leaving costs O(1), not a search and a move over thousands of readers of a
- * buffer that every op reads (a GEMM's A). The buffer's lock is held. */
-static int buf_add_reader(gpar__buf *b, gpar__op *op) {
-  if (b->rtail > b->rhead && b->readers[b->rtail - 1] == op) return GPAR_OK;
+/* A buffer's readers since its last write: a queue in readers[rhead, rtail). Each reader's
+ * access to the buffer holds its index there (ridx), so leaving costs O(1) whatever happened
+ * since: its slot is emptied (NULL) when the index still holds it, and nothing is done when a
+ * later write took the readers off (the slot is another op's then, or past the tail); the head
+ * moves past empty slots. No search over thousands of readers of a buffer that every op reads
+ * (a GEMM's A), however many writes came between. The buffer's lock is held throughout. */
+
+/* The access of op to b. */
+static gpar__access *access_to(const gpar__op *op, const gpar__buf *b) {
+  for (int a = 0;; a++)
+    if (gpar__op_access(op, a)->buf == b) return gpar__op_access(op, a);
+}
+
+static int buf_add_reader(gpar__buf *b, gpar__op *op, gpar__access *acc) {
   if (b->rtail == b->capreaders) {
     int n = 0;
-    for (int r = b->rhead; r < b->rtail; r++) /* close the gaps first */
-      if (b->readers[r]) b->readers[n++] = b->readers[r];
+    for (int r = b->rhead; r < b->rtail; r++) /* close the gaps first: the moved readers' indices follow */
+      if (b->readers[r]) {
+        access_to(b->readers[r], b)->ridx = n;
+        b->readers[n++] = b->readers[r];
+      }
     b->rhead = 0;
     b->rtail = n;
     if (n > b->capreaders / 2 || !b->capreaders) {
@@ -157,16 +152,15 @@ static int buf_add_reader(gpar__buf *b, gpar__op *op) {
       b->capreaders = cap;
     }
   }
+  acc->ridx = b->rtail;
   b->readers[b->rtail++] = op;
   return GPAR_OK;
 }
 
-static void buf_remove_reader(gpar__buf *b, gpar__op *op) {
-  for (int r = b->rhead; r < b->rtail; r++)
-    if (b->readers[r] == op) {
-      b->readers[r] = NULL;
-      break;
-    }
+static void buf_remove_reader(gpar__buf *b, const gpar__op *op, const gpar__access *acc) {
+  int r = acc->ridx;
+  b->reader_probes++;
+  if (r >= b->rhead && r < b->rtail && b->readers[r] == op) b->readers[r] = NULL;
   while (b->rhead < b->rtail && !b->readers[b->rhead]) b->rhead++;
   if (b->rhead == b->rtail) b->rhead = b->rtail = 0;
 }
@@ -183,12 +177,10 @@ static void make_ready(gpar__op *op, gpar__device *local, gpar__op **next) {
     *next = op;
     return;
   }
-  gpar__queue_push(&op->dev->ready, op);
+  gpar__queue_push(op->dev->ready, op);
 }
 
 /* ---------------------------------------------------------------- submit */
-
-GPAR__TLS gpar__op_sink gpar__sink;
 
 /* Link the op through one access (its buffer's lock held): behind the buffer's last writer
  * and, for a write, its readers since; the op becomes the writer or one more reader. */
@@ -210,87 +202,115 @@ static int link_access(gpar__op *op, gpar__access *a) {
       b->writer = op;
     }
   } else if (st == GPAR_OK) {
-    st = buf_add_reader(b, op);
+    st = buf_add_reader(b, op, a);
   }
   return st;
 }
 
-static int by_buffer(const void *x, const void *y) {
-  uintptr_t a = (uintptr_t)(*(gpar__access *const *)x)->buf, b = (uintptr_t)(*(gpar__access *const *)y)->buf;
+/* The buffers of a submission, each once, in address order: their locks are taken in it. */
+typedef struct lockset {
+  int n;
+  gpar__buf **v;
+  gpar__buf *stack[16];
+} lockset;
+
+static int by_address(const void *x, const void *y) {
+  uintptr_t a = (uintptr_t) * (gpar__buf *const *)x, b = (uintptr_t) * (gpar__buf *const *)y;
   return a < b ? -1 : a > b;
 }
 
-/* Link the op behind the last writer and readers of each buffer it touches and queue it on its
- * device when nothing holds it back. The op takes its place on all its buffers at once: their
- * locks are held together, taken in address order (no deadlock), or two ops submitted by two
- * threads on the same two buffers could each come first on one of them, a cycle. */
-static void link_op(gpar_engine *eng, gpar__op *op) {
-  enum { STACK = 16 };
-  gpar__access *stack[STACK], **acc = op->nacc <= STACK ? stack : malloc(sizeof *acc * (size_t)op->nacc);
-  int st = acc ? GPAR_OK : GPAR_ENOMEM, n = acc ? op->nacc : 0, linked = 0;
-  gpar__op_set_state(op, GPAR__ST_WAITING);
-  if (eng->tracing) op->t_call = gpar__depth ? gpar__t_call : gpar__now();
-  for (int i = 0; i < n; i++) acc[i] = gpar__op_access(op, i);
-  if (n > 1) qsort(acc, (size_t)n, sizeof *acc, by_buffer);
-  for (int i = 0; i < n; i++) gpar__spin_lock(&acc[i]->buf->lock);
-  for (; linked < n && st == GPAR_OK; linked++) st = link_access(op, acc[linked]);
-  for (int i = n - 1; i >= 0; i--) gpar__spin_unlock(&acc[i]->buf->lock);
-  if (st != GPAR_OK) { /* the failed access and those after it: retirement leaves them alone */
-    if (acc)
-      for (int i = linked - 1; i < n; i++) __atomic_fetch_or(&acc[i]->mode, GPAR__UNLINKED, __ATOMIC_RELAXED);
-    else
-      for (int i = 0; i < op->nacc; i++) __atomic_fetch_or(&gpar__op_access(op, i)->mode, GPAR__UNLINKED, __ATOMIC_RELAXED);
-  }
-  if (acc != stack) free(acc);
-  if (st != GPAR_OK) {
-    /* Host memory ran out while linking: the op cannot run, but it is linked, so it retires
-     * through the normal path with the error (its writes are poisoned, waits report it). */
-    gpar__errorf(st, "out of host memory while linking an operation");
-    op->status = st;
-    free(op->errmsg);
-    op->errmsg = strdup(gpar__error_msg());
-    atomic_store(&op->dep_failed, 1);
-  }
-  if (eng->tracing) op->t_submit = gpar__now();
-  if (atomic_fetch_sub_explicit(&op->unmet, 1, memory_order_acq_rel) == 1) make_ready(op, NULL, NULL);
+static int lockset_make(lockset *ls, gpar__op **ops, int n) {
+  int total = 0, k = 0;
+  for (int i = 0; i < n; i++) total += ops[i]->nacc;
+  ls->n = 0;
+  ls->v = total <= (int)(sizeof ls->stack / sizeof ls->stack[0]) ? ls->stack : malloc(sizeof *ls->v * (size_t)total);
+  if (!ls->v) return GPAR_ENOMEM;
+  for (int i = 0; i < n; i++)
+    for (int a = 0; a < ops[i]->nacc; a++) ls->v[k++] = gpar__op_access(ops[i], a)->buf;
+  if (k > 1) qsort(ls->v, (size_t)k, sizeof *ls->v, by_address);
+  for (int i = 0; i < k; i++)
+    if (!ls->n || ls->v[ls->n - 1] != ls->v[i]) ls->v[ls->n++] = ls->v[i];
+  return GPAR_OK;
 }
 
-int gpar__op_submit_all(gpar__op **ops, int n, int flags, gpar__op **kept) {
-  if (n == 0) return GPAR_OK;
-  gpar_engine *eng = ops[0]->eng;
-  int keep = (flags & GPAR__SUBMIT_KEEP) || ((flags & GPAR__SUBMIT_SYNC) && eng->cfg.synchronous && !gpar__in_op);
-  for (int i = 0; kept && i < n; i++) kept[i] = NULL;
-  if (!(flags & GPAR__SUBMIT_NO_SINK) && gpar__sink_active(eng)) { /* recorded, not run: the sink owns them */
-    int st = GPAR_OK;
-    for (int i = 0; i < n; i++) {
-      int s = gpar__sink.take(gpar__sink.ctx, ops[i]);
-      if (st == GPAR_OK) st = s;
-    }
-    return st;
+static void lockset_free(lockset *ls) {
+  if (ls->v != ls->stack) free(ls->v);
+}
+
+/* Link one op through its accesses (the locks of all its buffers held); a failed access and
+ * those after it are marked unlinked: retirement leaves them alone. */
+static void link_accesses(gpar__op *op) {
+  int st = GPAR_OK;
+  for (int a = 0; a < op->nacc; a++) {
+    gpar__access *acc = gpar__op_access(op, a);
+    if (st == GPAR_OK) st = link_access(op, acc);
+    if (st != GPAR_OK) __atomic_fetch_or(&acc->mode, GPAR__UNLINKED, __ATOMIC_RELAXED);
   }
+}
+
+/* An op that could not be linked whole (out of host memory) cannot run, but what is linked of
+ * it retires through the normal path with the error (its writes are poisoned, waits report it);
+ * with no lockset at all, nothing of it is linked. Its submission is not done yet: no consumer
+ * reads its status. */
+static void fail_unlinked(gpar__op *op, int none_linked) {
+  int failed = none_linked;
+  for (int a = 0; a < op->nacc; a++) {
+    gpar__access *acc = gpar__op_access(op, a);
+    if (none_linked) __atomic_fetch_or(&acc->mode, GPAR__UNLINKED, __ATOMIC_RELAXED);
+    failed |= (access_mode(acc) & GPAR__UNLINKED) != 0;
+  }
+  if (!failed) return;
+  gpar__errorf(GPAR_ENOMEM, "out of host memory while linking an operation");
+  op->status = GPAR_ENOMEM;
+  free(op->errmsg);
+  op->errmsg = strdup(gpar__error_msg());
+  atomic_store(&op->dep_failed, 1);
+}
+
+/* Link a submission's ops, in order, behind the last writer and readers of each buffer they
+ * touch, and queue each when nothing holds it back. The ops take their places on all their
+ * buffers at once: the locks of the union of their buffers are held together, taken in address
+ * order (no deadlock), so no other thread's op comes between two of them on any buffer, and two
+ * submissions of two threads over the same buffers come in one order on all of them (else each
+ * could come first on one of them, a cycle). An op is made ready only after the locks are given
+ * back. */
+static void link_ops(gpar_engine *eng, gpar__op **ops, int n) {
+  lockset ls;
+  int none = lockset_make(&ls, ops, n) != GPAR_OK;
+  double t_call = eng->tracing ? (gpar__depth ? gpar__t_call : gpar__now()) : 0;
   for (int i = 0; i < n; i++) {
-    atomic_init(&ops[i]->refs, 1 + keep);
+    gpar__op_set_state(ops[i], GPAR__ST_WAITING);
+    if (eng->tracing) ops[i]->t_call = t_call;
+  }
+  for (int i = 0; i < ls.n; i++) gpar__spin_lock(&ls.v[i]->lock);
+  for (int i = 0; i < n && !none; i++) link_accesses(ops[i]);
+  for (int i = ls.n - 1; i >= 0; i--) gpar__spin_unlock(&ls.v[i]->lock);
+  if (!none) lockset_free(&ls);
+  for (int i = 0; i < n; i++) {
+    gpar__op *op = ops[i];
+    fail_unlinked(op, none);
+    if (eng->tracing) op->t_submit = gpar__now();
+    if (atomic_fetch_sub_explicit(&op->unmet, 1, memory_order_acq_rel) == 1) make_ready(op, NULL, NULL);
+  }
+}
+
+int gpar__deps_submit(gpar__op **ops, int n, int refs) {
+  gpar_engine *eng = ops[0]->eng;
+  for (int i = 0; i < n; i++) {
+    atomic_init(&ops[i]->refs, 1 + refs);
     atomic_init(&ops[i]->unmet, 1);
     atomic_init(&ops[i]->unretired, 1);
   }
   /* Counted in flight first, then the engine's state checked: the drain closes it the other
-   * way round (wait.c), so either it waits for these ops or they see it closed. */
-  if (gpar__inflight_enter(eng, ops, n) != GPAR_OK) {
+   * way round (inflight.c), so either it waits for these ops or they see it closed. */
+  int epoch;
+  if (gpar__inflight_enter(eng, n, &epoch) != GPAR_OK) {
     for (int i = 0; i < n; i++) gpar__op_discard(ops[i]);
     return gpar__errorf(GPAR_ESHUTDOWN, "engine is shut down");
   }
-  for (int i = 0; i < n; i++) {
-    if (keep && kept) kept[i] = ops[i];
-    link_op(eng, ops[i]);
-  }
+  for (int i = 0; i < n; i++) ops[i]->epoch = epoch;
+  link_ops(eng, ops, n);
   return GPAR_OK;
-}
-
-int gpar__op_submit(gpar__op *op, int flags, gpar__op **kept) {
-  gpar__op *k = NULL;
-  int st = gpar__op_submit_all(&op, 1, flags, &k);
-  if (kept) *kept = k;
-  return st;
 }
 
 /* ---------------------------------------------------------------- release and retire */
@@ -367,7 +387,7 @@ static void leave_buffers(gpar__op *op) {
       old = b->errmsg;
       b->errmsg = msg_copy;
     } else {
-      buf_remove_reader(b, op);
+      buf_remove_reader(b, op, a);
     }
     gpar__spin_unlock(&b->lock);
     free(old);
@@ -381,10 +401,17 @@ static void retire_one(gpar__op *op, gpar__device *local, gpar__op **next, gpar_
   gpar_engine *eng = op->eng;
   assert(atomic_load(&op->unretired) == 0);
   drop_producers(op); /* CPU ops: dispatch dropped nothing */
-  if (op->status == GPAR_OK && atomic_load(&op->dep_failed)) gpar__op_fail(op, GPAR_EDEPFAILED);
+  /* An input that failed after op's dispatch (its producer's event failed): op fails too, its
+   * status written under its lock, since threads linking consumers behind it read it there. */
+  if (op->status == GPAR_OK && atomic_load(&op->dep_failed)) {
+    gpar__spin_lock(&op->lock);
+    gpar__op_fail(op, GPAR_EDEPFAILED);
+    gpar__spin_unlock(&op->lock);
+  }
   leave_buffers(op);
   /* Its failure is the engine's first error before any consumer can retire with its own. */
-  if (op->status != GPAR_OK && !op->reported) gpar__first_error(eng, op->status, op->errmsg);
+  if (op->status != GPAR_OK && !op->reported && !(op->kind->flags & GPAR__KIND_ECHOES))
+    gpar__first_error(eng, op->status, op->errmsg);
   /* No consumer can be linked to op any more (it is in no buffer): the list is final. */
   for (int i = 0; i < op->succs.n; i++) {
     gpar__op *c = op->succs.v[i].op;
@@ -402,8 +429,10 @@ static void retire_one(gpar__op *op, gpar__device *local, gpar__op **next, gpar_
   /* Counted out after the in-flight reference is dropped (its events go with it), so a wait
    * that returns sees every counter back where the op found it. */
   int epoch = op->epoch, failed = op->status != GPAR_OK;
+  gpar__spin_lock(&op->lock); /* against a waiter's mark (wait.c): one of us sees the other */
   gpar__op_set_state(op, GPAR__ST_RETIRED);
-  int waited = atomic_load(&op->waited); /* after the state: see wait.c */
+  int waited = op->waited;
+  gpar__spin_unlock(&op->lock);
   gpar__op_unref(op);
   gpar__inflight_leave(eng, epoch, failed, waited); /* counts, waiters */
 }
@@ -441,4 +470,20 @@ void gpar__op_done(gpar__op *op) {
     gpar__spin_unlock(&op->lock);
   }
   done(op, NULL, NULL);
+}
+
+GPAR_API uint64_t gpar__test_reader_probes(gpar_buffer h) {
+  int st;
+  gpar__buf *b;
+  uint64_t n = 0;
+  gpar_engine *eng = gpar__engine_enter_buf(h, &st);
+  if (!eng) return 0;
+  if (gpar__buf_get(eng, h, &b) == GPAR_OK) {
+    gpar__spin_lock(&b->lock);
+    n = b->reader_probes;
+    gpar__spin_unlock(&b->lock);
+    gpar__buf_put(b);
+  }
+  gpar__engine_leave(eng);
+  return n;
 }

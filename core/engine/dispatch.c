@@ -7,7 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine.h"
+#include "engine/deps.h"
+#include "engine/device.h"
+#include "engine/fault.h"
+#include "engine/queue.h"
 
 /* ---------------------------------------------------------------- CPU workers */
 
@@ -19,7 +22,7 @@ static void *host_worker(void *arg) {
   gpar_engine *eng = dev->eng;
   gpar__in_op = 1;
   gpar__op *op;
-  while ((op = gpar__queue_pop(&dev->ready, 1))) {
+  while ((op = gpar__queue_pop(dev->ready, 1))) {
     while (op) {
       int st = GPAR_EDEPFAILED;
       if (eng->tracing) op->t_taken = op->t_start = gpar__now();
@@ -49,12 +52,6 @@ static int record_event(gpar__device *dev, gpar__op *op, unsigned flags, gpar__e
   }
   atomic_fetch_add(&dev->eng->events_live, 1);
   return GPAR_OK;
-}
-
-/* The event whose completion implies op's: its own, or that of the later op on the same lane
- * that covers it; NULL when its lane was synchronised (already complete). */
-gpar__event *gpar__op_done_event(const gpar__op *op) {
-  return op->event ? op->event : op->cover ? op->cover->event : NULL;
 }
 
 /* Make the lane wait on the producers' events, enqueue the work, record the op's event when
@@ -120,6 +117,7 @@ static int needs_own_event(gpar__device *dev, gpar__op *op) {
 typedef struct lane_run {
   gpar__op *head, *tail;
   int n;
+  unsigned long opened; /* the dispatcher's count of dispatched ops when its first op came */
 } lane_run;
 
 /* Close a run: the event after its last op (recorded now if that op has none, unless the lane
@@ -152,41 +150,74 @@ static void close_run(gpar__device *dev, lane_run *r, gpar__op ***local_tail) {
  * device is dispatched next, ahead of the rest (so GEMM i's copy goes out right after GEMM i,
  * not after every queued GEMM, and a copy-bound pipeline's copy lane starts as early as it
  * can). Events are recorded only where needed: after an op that a consumer on another lane or
- * device waits on, after every GPAR__DISPATCH_GROUP-th op of a lane, and after a lane's last op
- * when the dispatcher runs out of work; a consumer on the same lane follows its producer at
- * once, before any event (the lane orders them). So a loop of small ops on one lane records
- * one event per group of ops, and the completion thread polls one event per group. */
+ * device waits on, after every GPAR__DISPATCH_GROUP-th op of a lane, after a lane's last op once
+ * GPAR__DISPATCH_GROUP ops (of any lane) were dispatched since its run opened, and after every
+ * lane's last op when the dispatcher runs out of work; a consumer on the same lane follows its
+ * producer at once, before any event (the lane orders them). So a loop of small ops on one lane
+ * records one event per group of ops, and the completion thread polls one event per group;
+ * and every op dispatched reaches the completion thread within GPAR__DISPATCH_GROUP dispatched
+ * ops, whatever the other lanes do: a copy behind a busy compute lane, its waiters and the
+ * consumers linked after its dispatch never wait for the device to run out of work; nor do
+ * the ops in the ready queue while the consumers released on this device come first. */
 #define GPAR__DISPATCH_GROUP 8
 #define GPAR__DISPATCH_BATCH 256 /* ops taken from the ready queue at once */
+
+/* What waits in the ready queue, put ahead of todo: the consumers a dispatcher releases on its
+ * own device go first (todo), but never keep the queued ops waiting for more than
+ * GPAR__DISPATCH_GROUP dispatched ops. */
+static gpar__op *take_queued(gpar__device *dev, gpar__op *todo) {
+  gpar__op *fresh = gpar__queue_take(dev->ready, GPAR__DISPATCH_BATCH), *last = fresh;
+  if (!fresh) return todo;
+  while (last->next) last = last->next;
+  last->next = todo;
+  return fresh;
+}
+
+/* Close the runs of the other lanes that opened GPAR__DISPATCH_GROUP dispatched ops ago. */
+static void close_old_runs(gpar__device *dev, lane_run *run, int lane, unsigned long dispatched,
+                           gpar__op ***local_tail) {
+  for (int l = 0; l < GPAR__NLANES; l++)
+    if (l != lane && run[l].head && dispatched - run[l].opened >= GPAR__DISPATCH_GROUP)
+      close_run(dev, &run[l], local_tail);
+}
+
 static void *gpu_dispatcher(void *arg) {
   gpar__device *dev = arg;
   gpar__in_op = 1;
   if (dev->ops->bind_thread) dev->ops->bind_thread(dev->bdev);
   lane_run run[GPAR__NLANES] = {{0}};
   gpar__op *todo = NULL;
+  unsigned long dispatched = 0, looked = 0; /* ops dispatched; when the queue was last looked at */
   for (;;) {
-    if (!todo && !(todo = gpar__queue_take(&dev->ready, GPAR__DISPATCH_BATCH))) {
+    if (!todo && !(todo = gpar__queue_take(dev->ready, GPAR__DISPATCH_BATCH))) {
       gpar__op *local = NULL, **local_tail = &local; /* out of work: close every run */
       for (int l = 0; l < GPAR__NLANES; l++) close_run(dev, &run[l], &local_tail);
-      if (!(todo = local) && !(todo = gpar__queue_pop(&dev->ready, GPAR__DISPATCH_BATCH))) break;
+      if (!(todo = local) && !(todo = gpar__queue_pop(dev->ready, GPAR__DISPATCH_BATCH))) break;
+      looked = dispatched;
+    } else if (dispatched - looked >= GPAR__DISPATCH_GROUP) {
+      todo = take_queued(dev, todo); /* released consumers must not keep the queue waiting */
+      looked = dispatched;
     }
     gpar__op *op = todo;
     todo = op->next;
     op->next = NULL;
-    lane_run *r = &run[op->lane];
+    int lane = op->lane; /* op is not ours to read once its run is closed (it may have retired) */
+    lane_run *r = &run[lane];
     int need = needs_own_event(dev, op) || r->n + 1 >= GPAR__DISPATCH_GROUP;
     dispatch_one(dev, op, need);
     if (r->tail)
       r->tail->next = op;
     else
-      r->head = op;
+      r->head = op, r->opened = dispatched;
     r->tail = op;
     r->n++;
+    dispatched++;
     gpar__op *local = NULL, **local_tail = &local;
     if (need)
       close_run(dev, r, &local_tail);
     else
       gpar__op_release_lane(op, dev, &local_tail); /* consumers on this lane follow at once */
+    close_old_runs(dev, run, lane, dispatched, &local_tail);
     *local_tail = todo;
     todo = local;
   }
@@ -219,7 +250,7 @@ int gpar__device_start(gpar__device *dev) {
 
 /* Stop and join a device's threads (nothing is in flight). */
 void gpar__device_join(gpar__device *dev) {
-  gpar__queue_stop(&dev->ready);
+  gpar__queue_stop(dev->ready);
   for (int i = 0; i < dev->nthreads; i++) pthread_join(dev->threads[i], NULL);
   free(dev->threads);
   dev->threads = NULL;

@@ -1,9 +1,7 @@
-/* fault.c: fault injection for tests (gpar_fault_inject, env GPAR_FAULT=kind:n). A kind armed
- * with n makes its nth later backend call fail with GPAR_EFAULT; each call site asks
- * gpar__fault with the kind it stands for. */
+/* fault.c: fault injection for tests (fault.h): one countdown per engine and kind. */
 #include <string.h>
 
-#include "engine/engine.h"
+#include "engine/fault.h"
 
 static const char *const gpar__fault_names[GPAR__FAULT_KINDS] = {
     "alloc", "pinned", "copy", "gemm", "fill", "user", "event", "completion", "register", "capture", "build"};

@@ -10,14 +10,14 @@
  *            mismatch drops the reference again;
  *   kill:    live 1 -> 0 by one caller, who takes over the handle's reference; new gets fail;
  *   recycle: the killer waits until its reference is the only one (holders are calls in
- *            progress, which never block while holding one), then frees the slot (serial 0,
- *            refs 0, on the free list) and the object.
+ *            progress, which never block while holding one) and takes refs from 1 to 0 in one
+ *            compare-and-swap, then frees the slot (serial 0, on the free list) and the object.
  * Only the killer ever drops refs to zero, so a holder's put never has to free anything. */
 #include <assert.h>
 #include <stdlib.h>
 #include <time.h>
 
-#include "engine/engine.h"
+#include "engine/handle.h"
 
 gpar__handle_table *gpar__handle_table_new(uint32_t max_slots, uint64_t max_serial) {
   size_t nchunks = (max_slots + GPAR__HANDLE_CHUNK - 1) / GPAR__HANDLE_CHUNK;
@@ -108,14 +108,18 @@ void *gpar__handle_kill(gpar__handle_table *t, uint32_t slot, uint64_t serial) {
 
 void gpar__handle_recycle(gpar__handle_table *t, uint32_t slot) {
   gpar__handle_slot *s = slot_at(t, slot);
-  while (atomic_load(&s->refs) > 1) { /* holders are calls in progress: they leave soon */
+  /* The killer's reference is the last when refs is 1: it goes 1 -> 0 in one compare-and-swap,
+   * so a get that took a reference meanwhile (refs 2) is waited for, and a get after it finds 0
+   * and takes none. A plain store of 0 after a look at refs could wipe out such a get's
+   * reference, and its put would then take a later object's count to 0. Holders are calls in
+   * progress: they leave soon. */
+  for (long one = 1; !atomic_compare_exchange_strong(&s->refs, &one, 0); one = 1) {
     struct timespec ts = {0, 20000};
     nanosleep(&ts, NULL);
   }
   pthread_mutex_lock(&t->mu);
   atomic_store(&s->serial, 0);
   s->obj = NULL;
-  atomic_store(&s->refs, 0);
   s->next_free = t->free_head;
   t->free_head = slot + 1;
   pthread_mutex_unlock(&t->mu);

@@ -1,7 +1,8 @@
-/* op.c: ops as objects: allocation, the buffers an op accesses, building and discarding,
- * references, and what an op owns (its buffer references, a pinned block, its kind's private
- * state), given up in one place whether it retires or is discarded. Linking ops into the
- * dependency graph is deps.c's.
+/* op.c: ops as objects (op.h): allocation, the buffers an op accesses, building and discarding,
+ * references, its state and outcome (its failure, what it leaves on each buffer it writes, the
+ * event that says it is done), and what an op owns (its buffer references, a pinned block, its
+ * kind's private state), given up in one place whether it retires or is discarded; and the
+ * kind that runs nothing. Linking ops into the dependency graph is deps.c's.
  *
  * Allocation without a shared lock: a thread that frees ops collects them in a small batch of
  * its own and gives a full batch back to the engine with one compare-and-swap onto the
@@ -9,20 +10,27 @@
  * cache of its own (no ABA: nothing pops single ops off the shared stack). One engine is cached
  * per thread (keyed by its serial); ops of another engine go straight back to it. */
 #include <assert.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine.h"
-
-void gpar__spin_yield(void) { sched_yield(); }
+#include "engine/buffer.h"
+#include "engine/device.h"
+#include "engine/op.h"
+#include "engine/pinned.h"
 
 void gpar__op_set_state(gpar__op *op, int state) {
   assert(state == atomic_load_explicit(&op->state, memory_order_relaxed) + 1 && "op states advance one step at a time");
-  /* Retired: sequentially consistent (a waiter's mark is read after it, wait.c); the others
-   * publish what the op's thread wrote before. */
-  atomic_store_explicit(&op->state, state, state == GPAR__ST_RETIRED ? memory_order_seq_cst : memory_order_release);
+  /* Each state publishes what the op's thread wrote before (the retirement's, under the op's
+   * lock, also orders it against a waiter's mark: wait.c). */
+  atomic_store_explicit(&op->state, state, memory_order_release);
 }
+
+static int order_run(gpar__device *dev, gpar__op *op) {
+  (void)dev;
+  (void)op;
+  return GPAR_OK;
+}
+const gpar__op_kind gpar__kind_order = {.name = "order", .run = order_run, .flags = GPAR__KIND_ECHOES};
 
 /* ---------------------------------------------------------------- the op pool */
 
@@ -201,7 +209,7 @@ int gpar__op_use_unique(gpar__op *op, const gpar__access *acc, int n) {
  * retirement or discard. */
 void gpar__op_release_owned(gpar__op *op) {
   if (op->kind && op->kind->release) op->kind->release(op);
-  if (op->owned_pinned) gpar__pinned_free(&op->eng->pinned, op->owned_pinned);
+  if (op->owned_pinned) gpar__pinned_free(op->eng->pinned, op->owned_pinned);
   op->owned_pinned = NULL;
 }
 
@@ -255,4 +263,29 @@ void gpar__op_fail(gpar__op *op, int st) {
   op->status = st;
   free(op->errmsg);
   op->errmsg = strdup(st == GPAR_EDEPFAILED ? gpar_strerror(st) : gpar__error_msg());
+}
+
+/* With per-buffer outcomes: the mark of its access to b. */
+int gpar__op_write_status(const gpar__op *op, const gpar__buf *b, const char **msg) {
+  *msg = op->errmsg;
+  if (!op->partial) return op->status;
+  *msg = NULL;
+  for (int a = 0; a < op->nacc; a++) {
+    const gpar__access *acc = gpar__op_access(op, a);
+    if (acc->buf != b) continue;
+    if (acc->mode & GPAR__WRITE_FAILED) {
+      *msg = op->errmsg;
+      return op->status;
+    }
+    if (acc->mode & GPAR__WRITE_SKIPPED) {
+      *msg = gpar_strerror(GPAR_EDEPFAILED);
+      return GPAR_EDEPFAILED;
+    }
+    break;
+  }
+  return GPAR_OK;
+}
+
+gpar__event *gpar__op_done_event(const gpar__op *op) {
+  return op->event ? op->event : op->cover ? op->cover->event : NULL;
 }

@@ -2,7 +2,7 @@
  * gpar_write/gpar_read. Pinning is slow (cudaHostAlloc takes milliseconds and synchronises), so
  * freed blocks are kept per size class and reused; a limit bounds what the pool may hold.
  *
- * One memory for every backend (issue 12). A driver copies at full rate only from memory it
+ * One memory for every backend. A driver copies at full rate only from memory it
  * pinned itself; NVIDIA's OpenCL stages copies from memory CUDA pinned. Measured on 2 x H200,
  * GPU 0, 64 MB copies (bench/probes/p1_pinned.c), GB/s D2H / H2D:
  *   (a) OpenCL Read/WriteBuffer into its own mapped CL_MEM_ALLOC_HOST_PTR memory  54.6 / 54.4
@@ -31,10 +31,13 @@
  * A refused registration (or the "register" fault) is not an error: the block stays usable by
  * that backend through its ordinary (staged, slower) copies, the first reason is logged and kept
  * for gpar_pinned_status, and later blocks try again. Correctness never depends on it. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine.h"
+#include "engine/device.h"
+#include "engine/fault.h"
+#include "engine/pinned.h"
 
 #define GPAR__PIN_MIN_LOG 12
 
@@ -73,9 +76,9 @@ static const gpar__backend_ops *find_backend(gpar_engine *eng, const char *name,
   return NULL;
 }
 
-void gpar__pinned_init(gpar_engine *eng) {
-  gpar__pinned_pool *p = &eng->pinned;
-  memset(p, 0, sizeof *p);
+int gpar__pinned_init(gpar_engine *eng) {
+  gpar__pinned_pool *p = eng->pinned = calloc(1, sizeof *p);
+  if (!p) return gpar__errorf(GPAR_ENOMEM, "out of host memory for the pinned pool");
   pthread_mutex_init(&p->mu, NULL);
   p->limit = eng->cfg.pinned_limit;
   /* Provider: the env's choice, else a preferred backend with a GPU device (pinning matters for
@@ -115,11 +118,12 @@ void gpar__pinned_init(gpar_engine *eng) {
       p->nreg++;
     }
   }
+  return GPAR_OK;
 }
 
 /* Register a new block with every registrant; a refusal leaves that one out (see the header). */
 static void block_register(gpar_engine *eng, pin_header *h) {
-  gpar__pinned_pool *p = &eng->pinned;
+  gpar__pinned_pool *p = eng->pinned;
   h->registered = 0;
   for (int r = 0; r < p->nreg; r++) {
     h->token[r] = NULL;
@@ -160,7 +164,7 @@ static void trim(gpar__pinned_pool *p) {
 }
 
 int gpar__pinned_alloc(gpar_engine *eng, size_t bytes, void **ptr) {
-  gpar__pinned_pool *p = &eng->pinned;
+  gpar__pinned_pool *p = eng->pinned;
   size_t size;
   int st = gpar__fault(eng, GPAR__FAULT_PINNED);
   if (st) return st;
@@ -214,8 +218,10 @@ void gpar__pinned_free(gpar__pinned_pool *p, void *ptr) {
 }
 
 void gpar__pinned_destroy(gpar__pinned_pool *p) {
+  if (!p) return;
   pthread_mutex_lock(&p->mu);
   trim(p);
   pthread_mutex_unlock(&p->mu);
   pthread_mutex_destroy(&p->mu);
+  free(p);
 }

@@ -1,5 +1,5 @@
-/* queue.c: the ready queue of a device: ops whose producers are met, pushed by any thread and
- * taken by the device's CPU workers or its dispatcher, without a lock on the way.
+/* queue.c: the ready queue of a device (queue.h): ops whose producers are met, pushed by any
+ * thread and taken by the device's CPU workers or its dispatcher, without a lock on the way.
  *
  * A ring of GPAR__RING cells, each with a sequence number (Dmitry Vyukov's bounded MPMC queue):
  * a push or a pop claims a position with one compare-and-swap and publishes it with one store.
@@ -21,13 +21,16 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "engine/engine.h"
+#include "engine/queue.h"
 
 #define GPAR__SPIN_S 30e-6
 
-int gpar__queue_init(gpar__queue *q, int nconsumers) {
-  q->cells = malloc(sizeof *q->cells * GPAR__RING);
-  if (!q->cells) return gpar__errorf(GPAR_ENOMEM, "out of host memory for a ready queue");
+gpar__queue *gpar__queue_new(int nconsumers) {
+  gpar__queue *q = aligned_alloc(_Alignof(gpar__queue), sizeof *q);
+  if (!q) {
+    gpar__errorf(GPAR_ENOMEM, "out of host memory for a ready queue");
+    return NULL;
+  }
   for (size_t i = 0; i < GPAR__RING; i++) atomic_init(&q->cells[i].seq, i);
   atomic_init(&q->tail, 0);
   atomic_init(&q->head, 0);
@@ -48,15 +51,14 @@ int gpar__queue_init(gpar__queue *q, int nconsumers) {
   pthread_cond_init(&q->cv, NULL);
   q->ov_head = q->ov_tail = NULL;
   q->wake_gen = 0;
-  return GPAR_OK;
+  return q;
 }
 
-void gpar__queue_destroy(gpar__queue *q) {
-  if (!q->cells) return;
+void gpar__queue_free(gpar__queue *q) {
+  if (!q) return;
   pthread_mutex_destroy(&q->mu);
   pthread_cond_destroy(&q->cv);
-  free(q->cells);
-  q->cells = NULL;
+  free(q);
 }
 
 /* ---------------------------------------------------------------- the ring */

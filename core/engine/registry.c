@@ -1,14 +1,15 @@
 /* registry.c: the engine slots and the handles users hold to them. A gpar_engine pointer given
  * to users is a token (serial << 7 | slot << 1 | 1), never a real address; engine serials count
- * up from 1 and are never reused (at their end gpar_init fails rather than wrap). Every public
- * call enters the engine it names and leaves it on return, so gpar_shutdown can wait until no
- * call is inside before it frees anything. The slot fields above gpar_engine.slot (state,
- * serial, callers, the lock) outlive each engine: stale handles may still read them. */
+ * up from 1 and are never reused (at their end gpar_init fails rather than wrap), and so do the
+ * buffer serials of every engine. Every public call enters the engine it names and leaves it on
+ * return, so gpar_shutdown can wait until no call is inside before it frees anything. The slot
+ * fields above gpar_engine.slot (state, serial, callers) outlive each engine: stale handles may
+ * still read them. */
 #include <stddef.h>
 #include <string.h>
 #include <time.h>
 
-#include "engine/engine.h"
+#include "engine/registry.h"
 
 static struct gpar_engine gpar__engines[GPAR__MAX_ENGINES];
 static pthread_mutex_t gpar__registry_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -22,9 +23,19 @@ GPAR__TLS int gpar__in_op;
 _Static_assert(GPAR__MAX_ENGINES <= 1 << GPAR__TOKEN_SLOT_BITS, "engine slots fit the token");
 
 static uint64_t gpar__engine_serial; /* last engine serial given (registry lock) */
+static _Atomic uint64_t gpar__buf_serial; /* last buffer serial given */
 GPAR__TLS int gpar__depth;
 GPAR__TLS double gpar__t_call;
 
+uint64_t gpar__buf_serial_last(void) { return atomic_load(&gpar__buf_serial); }
+
+uint64_t gpar__buf_serial_next(void) {
+  uint64_t n = atomic_load(&gpar__buf_serial);
+  do {
+    if (n == UINT64_MAX) return 0;
+  } while (!atomic_compare_exchange_weak(&gpar__buf_serial, &n, n + 1));
+  return n + 1;
+}
 
 gpar_engine *gpar__engine_token(gpar_engine *eng) {
   return (gpar_engine *)(uintptr_t)((atomic_load(&eng->serial) << (GPAR__TOKEN_SLOT_BITS + 1)) |
@@ -131,11 +142,28 @@ int gpar__engine_is(gpar_engine *eng, uint64_t serial) {
 GPAR_API void gpar__test_set_serials(uint64_t next_engine, uint64_t next_buffer) {
   pthread_mutex_lock(&gpar__registry_mu);
   if (next_engine) gpar__engine_serial = next_engine - 1;
-  if (next_buffer) gpar__buf_serial_set(next_buffer);
+  if (next_buffer) atomic_store(&gpar__buf_serial, next_buffer - 1);
   pthread_mutex_unlock(&gpar__registry_mu);
 }
 
 gpar_engine *gpar__engine_at(uint64_t s) { return s < GPAR__MAX_ENGINES ? &gpar__engines[s] : NULL; }
+
+/* The locks and counters of a new lifetime (the slot was zeroed). */
+static void engine_locks_init(gpar_engine *eng) {
+  pthread_mutex_init(&eng->wait_mu, NULL);
+  pthread_cond_init(&eng->wait_cv, NULL);
+  pthread_mutex_init(&eng->buf_mu, NULL);
+  pthread_mutex_init(&eng->trace_mu, NULL);
+  atomic_init(&eng->inflight, 0);
+  atomic_init(&eng->nwaiters, 0);
+}
+
+static void engine_locks_destroy(gpar_engine *eng) {
+  pthread_mutex_destroy(&eng->wait_mu);
+  pthread_cond_destroy(&eng->wait_cv);
+  pthread_mutex_destroy(&eng->buf_mu);
+  pthread_mutex_destroy(&eng->trace_mu);
+}
 
 /* Claim a free slot with a fresh serial (registry lock); NULL with *status on failure. */
 gpar_engine *gpar__engine_claim(int *status) {
@@ -159,7 +187,7 @@ gpar_engine *gpar__engine_claim(int *status) {
     eng->slot = (int)(eng - gpar__engines);
     atomic_store(&eng->serial, ++gpar__engine_serial);
     atomic_store(&eng->first_buf_serial, gpar__buf_serial_last() + 1);
-    gpar__engine_sync_init(eng);
+    engine_locks_init(eng);
     atomic_store(&eng->state, GPAR__ENG_INIT);
   }
   pthread_mutex_unlock(&gpar__registry_mu);
@@ -168,7 +196,7 @@ gpar_engine *gpar__engine_claim(int *status) {
 }
 
 void gpar__engine_release_slot(gpar_engine *eng) {
-  gpar__engine_sync_destroy(eng);
+  engine_locks_destroy(eng);
   pthread_mutex_lock(&gpar__registry_mu);
   atomic_store(&eng->state, GPAR__ENG_FREE);
   pthread_mutex_unlock(&gpar__registry_mu);

@@ -4,9 +4,11 @@
  * time and start/end times, from device timing events where the backend has them (else the
  * host times of dispatch and observed completion), and its breakdown. gpar_shutdown writes the
  * records as Chrome trace-event JSON, one event per line, one track per device and lane. */
+#include <stdio.h>
 #include <stdlib.h>
 
-#include "engine/engine.h"
+#include "engine/device.h"
+#include "engine/trace.h"
 
 static const char *const gpar__lane_names[GPAR__NLANES] = {"compute", "h2d", "d2h", "peer"};
 

@@ -1,5 +1,6 @@
 /* graph.h: op graphs' private types, shared by record.c (begin/end: recording, edges, parts,
- * the table of live graphs) and launch.c (launch, running a part, destroy, shutdown). A graph:
+ * the table of live graphs, freeing a graph) and launch.c (launch, running a part, destroy,
+ * shutdown), which uses record.c. A graph:
  * ops that a thread submits between gpar_graph_begin and gpar_graph_end are validated as usual,
  * then diverted to the graph (the engine's op sink) instead of being linked; gpar_graph_end
  * resolves every edge among them once and cuts them into parts, one per device stretch; each
@@ -53,8 +54,8 @@ struct gpar__graph {
   gpar_engine *token;    /* its engine's user handle (entered with the serial check) */
   gpar_engine *eng;
   int recording;         /* 1 until gpar_graph_end: no user holds a handle yet */
-  int status;            /* first failure while recording (out of host memory, or a call that
-                            failed after some of its ops were recorded): gpar_graph_end fails */
+  int status;            /* first failure while recording (out of host memory: an op could not
+                            be kept): gpar_graph_end fails */
   char *why;             /* its message */
   gpar_buffer fence;     /* read by every launch's parts, written by destroy */
   int nnodes, capnodes;
@@ -70,10 +71,10 @@ struct gpar__graph {
 GPAR__HIDDEN gpar__handle_table *gpar__graph_table(void);
 /* The graph a user's handle names, with a table reference (gpar__handle_put), or NULL. */
 GPAR__HIDDEN gpar__graph *gpar__graph_get(gpar_graph *handle);
-
-/* launch.c: free everything a graph holds (its handle ended, no launch in flight). */
+/* Free everything a graph holds (its handle ended, no launch in flight). */
 GPAR__HIDDEN void gpar__graph_free(gpar__graph *g);
-/* Destroy every graph of eng (lifecycle/: after the drain, no call inside). */
+
+/* launch.c: destroy every graph of eng (lifecycle/: after the drain, no call inside). */
 GPAR__HIDDEN void gpar__graph_shutdown(gpar_engine *eng);
 
 #endif

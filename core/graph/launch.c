@@ -25,59 +25,28 @@ static int part_run(gpar__device *dev, gpar__op *op);
 static const gpar__op_kind kind_part = {
     .name = "graph", .run = part_run, .flags = GPAR__KIND_READS_HOST_AT_ENQUEUE | GPAR__KIND_RUNS_ON_FAILED_INPUT};
 
-/* Orders nothing but what its buffers order: destroy's wait for the launches before it. */
-static int fence_run(gpar__device *dev, gpar__op *op) {
-  (void)dev;
-  (void)op;
-  return GPAR_OK;
-}
-static const gpar__op_kind kind_fence = {.name = "graph_fence", .run = fence_run};
-
 /* ---------------------------------------------------------------- launch */
 
-/* Build one op per part; all are submitted at once or none (out of memory). */
+/* One op per part, over the part's buffers and the graph's fence; all are submitted at once,
+ * as one submission, or none (out of memory). */
 static int launch_parts(gpar_engine *eng, gpar__graph *g) {
-  int st = GPAR_OK, n = 0;
-  enum { MAX_STACK = 8 };
-  gpar__op *stack_ops[2 * MAX_STACK];
-  gpar__op **ops = g->nparts <= MAX_STACK ? stack_ops : malloc(sizeof *ops * 2 * (size_t)g->nparts);
-  if (!ops) return gpar__errorf(GPAR_ENOMEM, "gpar_graph_launch: out of host memory");
-  gpar__op **kept = ops + (g->nparts <= MAX_STACK ? MAX_STACK : g->nparts);
-  for (; n < g->nparts && st == GPAR_OK; n++) {
+  gpar__batch b;
+  int st = GPAR_OK;
+  gpar__batch_init(&b);
+  for (int n = 0; n < g->nparts && st == GPAR_OK; n++) {
     gpar__graph_part *p = &g->parts[n];
-    gpar__op *op = ops[n] = gpar__op_new(eng, &kind_part, p->dev, GPAR__LANE_COMPUTE);
+    gpar__op *op = gpar__op_new(eng, &kind_part, p->dev, GPAR__LANE_COMPUTE);
     gpar__buf *fence = NULL;
-    if (!op) {
-      st = GPAR_ENOMEM;
-      break;
-    }
+    if ((st = gpar__batch_add(&b, op)) != GPAR_OK) break;
     ((part_args *)gpar__op_args(op))->part = p;
     st = gpar__op_use_unique(op, p->acc, p->nacc); /* the union has no duplicates */
     if (st == GPAR_OK && (st = gpar__buf_get_token(eng, g->fence, &fence)) == GPAR_OK) st = gpar__op_use(op, fence, GPAR__READ);
   }
   if (st != GPAR_OK) { /* nothing submitted */
-    for (int i = 0; i < n; i++)
-      if (ops[i]) gpar__op_discard(ops[i]);
-    if (ops != stack_ops) free(ops);
+    gpar__batch_discard(&b);
     return gpar__errorf(GPAR_ENOMEM, "gpar_graph_launch: out of host memory");
   }
-  st = gpar__op_submit_all(ops, n, GPAR__SUBMIT_SYNC, kept);
-  char *first_msg = NULL; /* synchronous mode: wait for every part (each wait drops its ref); the
-                             first failure is the one reported */
-  for (int i = 0; st == GPAR_OK && i < n; i++)
-    if (kept[i]) {
-      int s = gpar__op_wait(kept[i]);
-      kept[i] = NULL;
-      if (s == GPAR_OK) continue;
-      st = s;
-      first_msg = strdup(gpar__error_msg());
-      for (int j = i + 1; j < n; j++)
-        if (kept[j]) gpar__op_wait(kept[j]);
-    }
-  if (first_msg) gpar__errorf(st, "%s", first_msg);
-  free(first_msg);
-  if (ops != stack_ops) free(ops);
-  return st;
+  return gpar__batch_submit(&b, 0);
 }
 
 GPAR_API int gpar_graph_launch(gpar_graph *handle) {
@@ -304,40 +273,14 @@ static int part_run(gpar__device *dev, gpar__op *op) {
 
 /* ---------------------------------------------------------------- destroy */
 
-/* Free everything a graph holds (graph.h). */
-void gpar__graph_free(gpar__graph *g) {
-  gpar_engine *eng = g->eng;
-  for (int L = 0; L < g->nparts; L++) {
-    gpar__graph_part *p = &g->parts[L];
-    if (p->native) p->dev->ops->graph_destroy(p->dev->bdev, p->native);
-    free(p->nodes);
-    free(p->acc);
-  }
-  for (int i = 0; i < g->nnodes; i++) {
-    gpar__op_discard(g->nodes[i].op); /* its buffers, its staged data (gpar_write) */
-    free(g->nodes[i].prods);
-    free(g->nodes[i].accidx);
-    free(g->nodes[i].ins);
-  }
-  for (int b = 0; b < g->nbufs; b++) gpar__buf_put(g->bufs[b]);
-  if (g->fence.id) gpar__buf_release_token(eng, g->fence);
-  free(g->nodes);
-  free(g->parts);
-  free(g->bufs);
-  free(g->bufhash);
-  free(g->why);
-  free(g);
-}
-
 /* Wait until every launch submitted before now has retired: an op that writes the fence every
  * part of every launch reads (not diverted: the caller may be recording another graph). */
 static int wait_launches(gpar_engine *eng, gpar__graph *g) {
   gpar__buf *fence;
-  gpar__op *op = gpar__op_new(eng, &kind_fence, eng->host_dev, GPAR__LANE_COMPUTE), *kept = NULL;
+  gpar__op *op = gpar__op_new(eng, &gpar__kind_order, eng->host_dev, GPAR__LANE_COMPUTE);
   int st = op ? gpar__buf_get_token(eng, g->fence, &fence) : GPAR_ENOMEM;
   if (st == GPAR_OK) st = gpar__op_use(op, fence, GPAR__WRITE);
-  if (st == GPAR_OK) op->reported = 1;
-  if (st == GPAR_OK) return (st = gpar__op_submit(op, GPAR__SUBMIT_KEEP | GPAR__SUBMIT_NO_SINK, &kept)) ? st : gpar__op_wait(kept);
+  if (st == GPAR_OK) return gpar__op_submit(op, GPAR__SUBMIT_WAIT);
   if (op) gpar__op_discard(op);
   return st;
 }

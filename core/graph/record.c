@@ -1,7 +1,8 @@
 /* record.c: op graphs, recording and instantiation (gpar_graph_begin/_end). Ops that a thread
  * submits between begin and end arrive here through the engine's op sink (validated, never
  * linked into the engine); end resolves every edge among them once and cuts them into parts
- * that launch.c submits and runs. Also the table of live graphs and their handles.
+ * that launch.c submits and runs. Also the table of live graphs, their handles, and freeing a
+ * graph.
  *
  * Parts: ops are taken in record order; an op joins the latest part of its device unless one
  * of its producers lies in a part created after that one, in which case it opens a new part.
@@ -94,15 +95,6 @@ static void record_fail(gpar__graph *g, int status, const char *why) {
   g->why = strdup(why);
 }
 
-/* The op sink's call_failed: a call (a multi-chunk gpar_write, a staged gpar_copy) failed after
- * some of its ops were recorded. Those ops stay recorded (the sink cannot tell them from the
- * call's predecessors), so the recording fails as a whole rather than keep part of a call. */
-static void record_call_failed(void *ctx, int status) {
-  char why[512];
-  snprintf(why, sizeof why, "a call failed after part of it was recorded (%s)", gpar__error_msg());
-  record_fail(ctx, status, why);
-}
-
 /* The op sink of a recording thread: keep op (validated, never linked) as a node. */
 static int record_take(void *ctx, gpar__op *op) {
   gpar__graph *g = ctx;
@@ -146,6 +138,31 @@ static gpar__graph *recording_on(gpar_engine *eng) {
   return gpar__sink.take == record_take && gpar__sink_active(eng) ? gpar__sink.ctx : NULL;
 }
 
+/* Free everything a graph holds (graph.h). */
+void gpar__graph_free(gpar__graph *g) {
+  gpar_engine *eng = g->eng;
+  for (int L = 0; L < g->nparts; L++) {
+    gpar__graph_part *p = &g->parts[L];
+    if (p->native) p->dev->ops->graph_destroy(p->dev->bdev, p->native);
+    free(p->nodes);
+    free(p->acc);
+  }
+  for (int i = 0; i < g->nnodes; i++) {
+    gpar__op_discard(g->nodes[i].op); /* its buffers, its staged data (gpar_write) */
+    free(g->nodes[i].prods);
+    free(g->nodes[i].accidx);
+    free(g->nodes[i].ins);
+  }
+  for (int b = 0; b < g->nbufs; b++) gpar__buf_put(g->bufs[b]);
+  if (g->fence.id) gpar__buf_release_token(eng, g->fence);
+  free(g->nodes);
+  free(g->parts);
+  free(g->bufs);
+  free(g->bufhash);
+  free(g->why);
+  free(g);
+}
+
 /* Free a graph that never got a user handle (recording ended or failed). */
 static void graph_drop(gpar__graph *g) {
   gpar__handle_table *t = gpar__graph_table();
@@ -177,7 +194,7 @@ GPAR_API int gpar_graph_begin(gpar_engine *e) {
       if (g->fence.id) gpar__buf_release_token(eng, g->fence);
       free(g);
     } else {
-      gpar__sink = (gpar__op_sink){eng, atomic_load(&eng->serial), record_take, record_call_failed, g};
+      gpar__sink = (gpar__op_sink){eng, atomic_load(&eng->serial), record_take, g};
     }
   }
   gpar__engine_leave(eng);
@@ -268,116 +285,166 @@ static int part_add_access(gpar__graph_part *p, int L, int *cap, gpar__buf *b, i
   return GPAR_OK;
 }
 
+/* The scratch state of graph_build. */
+typedef struct builder {
+  gpar__graph *g;
+  bufstate *bs;          /* per buffer of g->bufs: last writer and readers so far */
+  int (*where)[2];       /* per buffer: (part, index) of its last entry in a part's union */
+  int *lastpart;         /* per device: its latest part, -1 if none */
+  int *local;            /* node -> index within its part */
+  int *partcap, *acccap, capparts;
+  int *prods, np, capp;  /* the producers of the node being placed */
+  int *prevw, capw;      /* per access of that node: the buffer's writer before it */
+} builder;
+
+static int builder_init(builder *B, gpar__graph *g) {
+  int nb = g->nbufs ? g->nbufs : 1;
+  memset(B, 0, sizeof *B);
+  B->g = g;
+  B->bs = calloc((size_t)nb, sizeof *B->bs);
+  B->where = malloc(sizeof *B->where * (size_t)nb);
+  B->lastpart = malloc(sizeof *B->lastpart * (size_t)g->eng->ndev);
+  B->local = malloc(sizeof *B->local * (size_t)(g->nnodes ? g->nnodes : 1));
+  if (!B->bs || !B->where || !B->lastpart || !B->local) return GPAR_ENOMEM;
+  for (int b = 0; b < g->nbufs; b++) B->bs[b].writer = -1, B->where[b][0] = -1;
+  for (int d = 0; d < g->eng->ndev; d++) B->lastpart[d] = -1;
+  return GPAR_OK;
+}
+
+static void builder_free(builder *B) {
+  for (int b = 0; B->bs && b < B->g->nbufs; b++) free(B->bs[b].rd);
+  free(B->bs);
+  free(B->where);
+  free(B->lastpart);
+  free(B->local);
+  free(B->partcap);
+  free(B->acccap);
+  free(B->prods);
+  free(B->prevw);
+}
+
+/* Note, per access of node i, the buffer's writer before it (whether each read sees a value
+ * from outside the node's part is known only once its part is, after its producers). */
+static int note_prev_writers(builder *B, const gpar__op *op) {
+  if (op->nacc > B->capw) {
+    int *v = realloc(B->prevw, sizeof *v * (size_t)op->nacc);
+    if (!v) return GPAR_ENOMEM;
+    B->prevw = v;
+    B->capw = op->nacc;
+  }
+  for (int a = 0; a < op->nacc; a++) B->prevw[a] = B->bs[buf_index(B->g, gpar__op_access(op, a)->buf)].writer;
+  return GPAR_OK;
+}
+
+/* The part node i joins: its device's latest part unless a producer lies in a later one, else
+ * a new part; -1 without memory. */
+static int place_node(builder *B, int i) {
+  gpar__graph *g = B->g;
+  gpar__op *op = g->nodes[i].op;
+  int d = op->dev->index, L = B->lastpart[d];
+  for (int k = 0; k < B->np && L >= 0; k++)
+    if (g->nodes[B->prods[k] >> 1].part > L) L = -1;
+  if (L >= 0) return L;
+  if (g->nparts == B->capparts) {
+    int c = B->capparts ? B->capparts * 2 : 4;
+    gpar__graph_part *v = realloc(g->parts, sizeof *v * (size_t)c);
+    int *pc = realloc(B->partcap, sizeof *pc * (size_t)c), *ac = pc ? realloc(B->acccap, sizeof *ac * (size_t)c) : NULL;
+    if (v) g->parts = v;
+    if (pc) B->partcap = pc;
+    if (ac) B->acccap = ac;
+    if (!v || !pc || !ac) return -1;
+    B->capparts = c;
+  }
+  L = g->nparts++;
+  gpar__graph_part *p = &g->parts[L];
+  memset(p, 0, sizeof *p);
+  p->g = g;
+  p->dev = op->dev;
+  for (int l = 0; l < GPAR__NLANES; l++) p->lane_last[l] = -1;
+  B->partcap[L] = B->acccap[L] = 0;
+  B->lastpart[d] = L;
+  return L;
+}
+
+/* Node i's accesses in its part L's union. The part reads a buffer (and a failure upstream
+ * reaches it) only where a read sees a value from before the part: a fill then a GEMM that
+ * accumulates into it reads nothing. */
+static int node_accesses(builder *B, int i, int L) {
+  gpar__graph *g = B->g;
+  gpar__gnode *nd = &g->nodes[i];
+  gpar__op *op = nd->op;
+  gpar__graph_part *p = &g->parts[L];
+  int st = GPAR_OK;
+  if (!(nd->accidx = malloc(sizeof *nd->accidx * (size_t)op->nacc))) return GPAR_ENOMEM;
+  for (int a = 0, capin = 0; a < op->nacc && st == GPAR_OK; a++) {
+    int mode = gpar__op_access(op, a)->mode, w = B->prevw[a];
+    if (w >= 0 && g->nodes[w].part == L) mode &= ~GPAR__READ;
+    gpar__buf *b = gpar__op_access(op, a)->buf;
+    nd->accidx[a] = -1;
+    if (mode) st = part_add_access(p, L, &B->acccap[L], b, mode, &B->where[buf_index(g, b)], &nd->accidx[a]);
+    if (st == GPAR_OK && (mode & GPAR__READ)) st = int_push(&nd->ins, &nd->nins, &capin, nd->accidx[a]);
+  }
+  return st;
+}
+
+/* Node i's edges inside its part L, as part-local indices (the others are the engine's at
+ * launch), the events they need, and whether the part can be captured. */
+static int node_edges(builder *B, int i, int L) {
+  gpar__graph *g = B->g;
+  gpar__gnode *nd = &g->nodes[i];
+  gpar__op *op = nd->op;
+  gpar__graph_part *p = &g->parts[L];
+  int st = GPAR_OK, ordered = op->dev->ops->ordered_by_events;
+  nd->host_sync = ordered && (op->kind->flags & GPAR__KIND_READS_HOST_AT_ENQUEUE) && op->dev->ops->h2d_reads_at_enqueue;
+  for (int k = 0; k < B->np && st == GPAR_OK; k++) {
+    int j = B->prods[k] >> 1;
+    if (g->nodes[j].part != L) continue;
+    int cap = nd->nprods; /* grows by doubling from the count */
+    if ((st = int_push(&nd->prods, &nd->nprods, &cap, B->local[j] << 1 | (B->prods[k] & 1)))) break;
+    if (ordered && (g->nodes[j].op->lane != op->lane || nd->host_sync)) g->nodes[j].need_event = 1;
+  }
+  if (ordered && op->dev->ops->graph_begin == NULL) p->no_capture = 1;
+  /* Decided here, not by a failed capture: a host wait (event_sync) is refused while
+   * capturing, and so are ops the kind says cannot be captured (user functions, called at
+   * every launch; CUDA peer copies without peer access). */
+  if (nd->host_sync) p->no_capture = 1;
+  if (ordered && op->kind->capturable && !op->kind->capturable(op)) p->no_capture = 1;
+  p->lane_last[op->lane] = B->local[i];
+  return st;
+}
+
+/* Place node i: its producers, its part, its accesses and edges there. */
+static int build_node(builder *B, int i) {
+  gpar__graph *g = B->g;
+  int st = note_prev_writers(B, g->nodes[i].op);
+  if (st == GPAR_OK) st = node_producers(g, B->bs, i, &B->prods, &B->np, &B->capp);
+  if (st != GPAR_OK) return st;
+  int L = place_node(B, i);
+  if (L < 0) return GPAR_ENOMEM;
+  gpar__graph_part *p = &g->parts[L];
+  g->nodes[i].part = L;
+  B->local[i] = p->nnodes;
+  if ((st = int_push(&p->nodes, &p->nnodes, &B->partcap[L], i))) return st;
+  if ((st = node_accesses(B, i, L))) return st;
+  return node_edges(B, i, L);
+}
+
 /* Resolve the edges among the recorded ops, cut them into parts, and decide per node which
  * events the replay records and waits on. */
 static int graph_build(gpar__graph *g) {
-  gpar_engine *eng = g->eng;
-  int n = g->nnodes, st = GPAR_OK;
-  bufstate *bs = calloc((size_t)(g->nbufs ? g->nbufs : 1), sizeof *bs);
-  int *lastpart = malloc(sizeof *lastpart * (size_t)eng->ndev);
-  int *local = malloc(sizeof *local * (size_t)(n ? n : 1)); /* node -> index within its part */
-  int *partcap = NULL, *acccap = NULL, nparts = 0, capparts = 0;
-  int *prods = NULL, np = 0, capp = 0, *prevw = NULL, capw = 0;
-  int(*where)[2] = malloc(sizeof *where * (size_t)(g->nbufs ? g->nbufs : 1));
-  if (!where) st = GPAR_ENOMEM;
-  for (int b = 0; where && b < g->nbufs; b++) where[b][0] = -1;
-  if (!bs || !lastpart || !local) st = GPAR_ENOMEM;
-  for (int b = 0; bs && b < g->nbufs; b++) bs[b].writer = -1;
-  for (int d = 0; lastpart && d < eng->ndev; d++) lastpart[d] = -1;
-  for (int i = 0; i < n && st == GPAR_OK; i++) {
-    gpar__gnode *nd = &g->nodes[i];
-    gpar__op *op = nd->op;
-    /* Whether each read sees a value from outside the graph's part: noted before the
-     * buffer states move on (the part is known only after the producers are). */
-    if (op->nacc > capw) {
-      int *v = realloc(prevw, sizeof *v * (size_t)op->nacc);
-      if (!v) {
-        st = GPAR_ENOMEM;
-        break;
-      }
-      prevw = v;
-      capw = op->nacc;
-    }
-    for (int a = 0; a < op->nacc; a++) prevw[a] = bs[buf_index(g, gpar__op_access(op, a)->buf)].writer;
-    if ((st = node_producers(g, bs, i, &prods, &np, &capp))) break;
-    int d = op->dev->index, L = lastpart[d];
-    for (int k = 0; k < np && L >= 0; k++)
-      if (g->nodes[prods[k] >> 1].part > L) L = -1;
-    if (L < 0) { /* a new part for this device */
-      if (nparts == capparts) {
-        int c = capparts ? capparts * 2 : 4;
-        gpar__graph_part *v = realloc(g->parts, sizeof *v * (size_t)c);
-        int *pc = realloc(partcap, sizeof *pc * (size_t)c), *ac = pc ? realloc(acccap, sizeof *ac * (size_t)c) : NULL;
-        if (v) g->parts = v;
-        if (pc) partcap = pc;
-        if (ac) acccap = ac;
-        if (!v || !pc || !ac) {
-          st = GPAR_ENOMEM;
-          break;
-        }
-        capparts = c;
-      }
-      L = nparts++;
-      g->nparts = nparts;
-      gpar__graph_part *p = &g->parts[L];
-      memset(p, 0, sizeof *p);
-      p->g = g;
-      p->dev = op->dev;
-      for (int l = 0; l < GPAR__NLANES; l++) p->lane_last[l] = -1;
-      partcap[L] = acccap[L] = 0;
-      lastpart[d] = L;
-    }
-    gpar__graph_part *p = &g->parts[L];
-    nd->part = L;
-    local[i] = p->nnodes;
-    if ((st = int_push(&p->nodes, &p->nnodes, &partcap[L], i))) break;
-    /* The part reads a buffer (and a failure upstream reaches it) only where a read sees a
-     * value from before the part: a fill then a GEMM that accumulates into it reads nothing. */
-    if (!(nd->accidx = malloc(sizeof *nd->accidx * (size_t)op->nacc))) st = GPAR_ENOMEM;
-    for (int a = 0, capin = 0; a < op->nacc && st == GPAR_OK; a++) {
-      int mode = gpar__op_access(op, a)->mode, w = prevw[a];
-      if (w >= 0 && g->nodes[w].part == L) mode &= ~GPAR__READ;
-      gpar__buf *b = gpar__op_access(op, a)->buf;
-      nd->accidx[a] = -1;
-      if (mode) st = part_add_access(p, L, &acccap[L], b, mode, &where[buf_index(g, b)], &nd->accidx[a]);
-      if (st == GPAR_OK && (mode & GPAR__READ)) st = int_push(&nd->ins, &nd->nins, &capin, nd->accidx[a]);
-    }
-    /* Edges inside the part, as part-local indices; the others are the engine's at launch. */
-    int ordered = op->dev->ops->ordered_by_events;
-    nd->host_sync = ordered && (op->kind->flags & GPAR__KIND_READS_HOST_AT_ENQUEUE) && op->dev->ops->h2d_reads_at_enqueue;
-    for (int k = 0; k < np && st == GPAR_OK; k++) {
-      int j = prods[k] >> 1;
-      if (g->nodes[j].part != L) continue;
-      int cap = nd->nprods; /* grows by doubling from the count */
-      if ((st = int_push(&nd->prods, &nd->nprods, &cap, local[j] << 1 | (prods[k] & 1)))) break;
-      if (ordered && (g->nodes[j].op->lane != op->lane || nd->host_sync)) g->nodes[j].need_event = 1;
-    }
-    if (ordered && op->dev->ops->graph_begin == NULL) p->no_capture = 1;
-    /* Decided here, not by a failed capture: a host wait (event_sync) is refused while
-     * capturing, and so are ops the kind says cannot be captured (user functions, called at
-     * every launch; CUDA peer copies without peer access). */
-    if (nd->host_sync) p->no_capture = 1;
-    if (ordered && op->kind->capturable && !op->kind->capturable(op)) p->no_capture = 1;
-    p->lane_last[op->lane] = local[i];
-  }
+  builder B;
+  int st = builder_init(&B, g);
+  for (int i = 0; i < g->nnodes && st == GPAR_OK; i++) st = build_node(&B, i);
   /* The lanes other than the compute lane join it at the end of the part: their last node
    * records an event. A GEMM records none unless asked (OpenCL: no cl_event per call). */
-  for (int L = 0; L < nparts && st == GPAR_OK; L++) {
+  for (int L = 0; L < g->nparts && st == GPAR_OK; L++) {
     gpar__graph_part *p = &g->parts[L];
     if (!p->dev->ops->ordered_by_events) continue;
     for (int l = 1; l < GPAR__NLANES; l++)
       if (p->lane_last[l] >= 0) g->nodes[p->nodes[p->lane_last[l]]].need_event = 1;
   }
-  for (int i = 0; i < n && st == GPAR_OK; i++) g->nodes[i].op->need_event = g->nodes[i].need_event;
-  for (int b = 0; bs && b < g->nbufs; b++) free(bs[b].rd);
-  free(bs);
-  free(lastpart);
-  free(local);
-  free(partcap);
-  free(acccap);
-  free(prods);
-  free(prevw);
-  free(where);
+  for (int i = 0; i < g->nnodes && st == GPAR_OK; i++) g->nodes[i].op->need_event = g->nodes[i].need_event;
+  builder_free(&B);
   if (st != GPAR_OK) return gpar__errorf(st, "gpar_graph_end: out of host memory while resolving edges");
   return GPAR_OK;
 }

@@ -90,7 +90,7 @@ static int host_spread(gpar__device *dev, void *module, const gpar__kernel_launc
       continue;
     }
     *(kspread **)gpar__op_args(op) = s;
-    gpar__op_submit(op, 0, NULL); /* refused (never while this op is in flight): discarded, released */
+    gpar__op_submit(op, 0); /* refused (never while this op is in flight): discarded, released */
   }
   spread_work(s);
   while (atomic_load_explicit(&s->done, memory_order_acquire) < nruns) gpar__spin_yield(); /* claimed runs end soon */

@@ -3,6 +3,7 @@
  * and gpar_shutdown (drain, then destroy the engine's graphs, communicators, maps and kernels, join,
  * free).
  * Engine slots and tokens live in engine/registry.c. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -70,20 +71,14 @@ GPAR_API void gpar_config_init(gpar_config *cfg) {
 
 /* ---------------------------------------------------------------- devices and backends */
 
-/* A zeroed device. It holds cache-line-aligned words (its ready queue's), which calloc's 16-byte
- * alignment does not promise. */
-static gpar__device *device_alloc(void) {
-  size_t align = _Alignof(gpar__device), size = (sizeof(gpar__device) + align - 1) / align * align;
-  gpar__device *dev = aligned_alloc(align, size);
-  if (dev) memset(dev, 0, size);
-  return dev;
-}
+/* A zeroed device. */
+static gpar__device *device_alloc(void) { return calloc(1, sizeof(gpar__device)); }
 
 /* Close a device whose threads are joined, and free it. */
 static void device_free(gpar__device *dev) {
   if (dev->trace_ref) dev->ops->event_release(dev->trace_ref);
   if (dev->bdev) dev->ops->device_close(dev->bdev);
-  gpar__queue_destroy(&dev->ready);
+  gpar__queue_free(dev->ready);
   pthread_mutex_destroy(&dev->cmu);
   pthread_cond_destroy(&dev->ccv);
   free(dev);
@@ -118,9 +113,9 @@ static int engine_add_backend(gpar_engine *eng, const gpar__backend_ops *ops) {
     dev->be = be;
     dev->bidx = i;
     dev->eng = eng;
-    if ((st = gpar__queue_init(&dev->ready, ops->ordered_by_events ? 1 : eng->cfg.host_threads)) != GPAR_OK) {
+    if (!(dev->ready = gpar__queue_new(ops->ordered_by_events ? 1 : eng->cfg.host_threads))) {
       free(dev);
-      return st;
+      return GPAR_ENOMEM;
     }
     pthread_mutex_init(&dev->cmu, NULL);
     pthread_cond_init(&dev->ccv, NULL);
@@ -150,7 +145,8 @@ static void engine_free_resources(gpar_engine *eng) {
   gpar__buf_free_all(eng);
   gpar__engine_drop_ops(eng);
   for (int i = 0; i < eng->ndev; i++) device_free(eng->devs[i]);
-  gpar__pinned_destroy(&eng->pinned);
+  gpar__pinned_destroy(eng->pinned);
+  eng->pinned = NULL;
   for (int i = 0; i < eng->nbackends; i++) eng->backends[i].ops->close(eng->backends[i].be);
   free(eng->devs);
   free(eng->first_errmsg);
@@ -193,7 +189,7 @@ GPAR_API int gpar_init(gpar_engine **out, const gpar_config *cfg) {
   for (size_t i = 0; i < sizeof gpar__backends / sizeof gpar__backends[0] && st == GPAR_OK; i++)
     if (gpar__backends[i] && (eng->cfg.backends & (unsigned)gpar__backends[i]->id))
       st = engine_add_backend(eng, gpar__backends[i]);
-  gpar__pinned_init(eng); /* which backend pins GPAR_HOST memory, which register it */
+  if (st == GPAR_OK) st = gpar__pinned_init(eng); /* which backend pins GPAR_HOST memory, which register it */
   for (int i = 0; i < eng->ndev && st == GPAR_OK; i++) {
     if (eng->devs[i]->ops == &gpar__host_backend) eng->host_dev = eng->devs[i];
     st = gpar__device_start(eng->devs[i]);
