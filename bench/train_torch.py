@@ -186,6 +186,7 @@ def main():
     model.reset()
     timed(eager, a.steps, dev)
     losses["eager"] = out["loss"].item()
+    out.clear()  # drop the last eager step's autograd graph: its AccumulateGrad nodes would break the capture
     rounds = {"eager": []}
     if dev.type == "cuda":  # CUDA graphs need a GPU; on the CPU the script checks the loss only
         xs, ys = xb[0].clone(), yb[0].clone()
