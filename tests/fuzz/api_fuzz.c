@@ -1062,29 +1062,29 @@ static void do_config(void) {
  * ops, types and shapes come before and are all GPAR_EINVAL. An accepted call whose output is
  * not in host memory is left out: it would build GPU kernels (PoCL: hundreds of ms each) inside
  * libFuzzer's per-input timeout; tests/array runs them. */
-typedef struct fz_opnd {
+typedef struct fz_aopnd {
   const shadow_buf *b;
   size_t off, rows, cols, ld, es;
   int tag, out, inplace, optional;
-} fz_opnd;
+} fz_aopnd;
 
 static size_t fz_es(int dt) { return dt == GPAR_DOUBLE ? 8 : dt == GPAR_FLOAT || dt == GPAR_INT32 ? 4 : dt == GPAR_HALF || dt == GPAR_BFLOAT16 ? 2 : 0; }
 static int fz_float(int dt) { return dt >= GPAR_FLOAT && dt <= GPAR_BFLOAT16; }
 static int fz_shape_bad(int m, int n, int ld) { return m < 0 || n < 0 || ld < (m > 1 ? m : 1); }
-static fz_opnd fz_range(const shadow_buf *b, size_t off, size_t count, int dt, int out) {
-  return (fz_opnd){b, off, count, 1, count ? count : 1, fz_es(dt), dt, out, 0, 0};
+static fz_aopnd fz_range(const shadow_buf *b, size_t off, size_t count, int dt, int out) {
+  return (fz_aopnd){b, off, count, 1, count ? count : 1, fz_es(dt), dt, out, 0, 0};
 }
-static fz_opnd fz_matrix(const shadow_buf *b, size_t off, int m, int n, int ld, int dt, int out) {
-  return (fz_opnd){b, off, (size_t)m, (size_t)n, (size_t)ld, fz_es(dt), dt, out, 0, 0};
+static fz_aopnd fz_matrix(const shadow_buf *b, size_t off, int m, int n, int ld, int dt, int out) {
+  return (fz_aopnd){b, off, (size_t)m, (size_t)n, (size_t)ld, fz_es(dt), dt, out, 0, 0};
 }
-static unsigned __int128 fz_end(const fz_opnd *o) {
+static unsigned __int128 fz_end(const fz_aopnd *o) {
   if (!o->rows || !o->cols) return o->off;
   return (unsigned __int128)o->off + (unsigned __int128)(o->cols - 1) * o->ld + o->rows;
 }
 
 /* The first refusal the library makes for operands o[0..n) (0: accepted); *home: the output
  * whose device runs it. */
-static smask fz_operands(const fz_opnd *o, int n, int *home) {
+static smask fz_operands(const fz_aopnd *o, int n, int *home) {
   int first = -1;
   *home = -1;
   for (int i = 0; i < n; i++) {
@@ -1109,7 +1109,7 @@ static smask fz_operands(const fz_opnd *o, int n, int *home) {
   for (int i = 0; i < n; i++) {
     if (!o[i].b->h.id || !o[i].out) continue;
     for (int j = 0; j < n; j++) {
-      const fz_opnd *p = &o[j], *q = &o[i];
+      const fz_aopnd *p = &o[j], *q = &o[i];
       if (j == i || !same(p->b->h, q->b->h) || (p->out && j < i)) continue;
       unsigned __int128 ei = fz_end(q), ej = fz_end(p);
       if (ei == q->off || ej == p->off) continue;
@@ -1146,7 +1146,7 @@ static void do_array(void) {
   static const int dts[] = {GPAR_FLOAT, GPAR_DOUBLE, GPAR_HALF, GPAR_BFLOAT16, GPAR_FLOAT, GPAR_INT32, 9, -1};
   int k = (int)(u8() % 7), dt = dts[u8() % 8], op = (int)(u8() % 10) - 1, axis = (int)(u8() % 3);
   shadow_buf b0 = *pick(), b1 = *pick(), b2 = *pick(), b3 = *pick(); /* (pick's forged slot: copies) */
-  fz_opnd o[4];
+  fz_aopnd o[4];
   int n = 0, home, empty = 0, bad = !fz_float(dt), m = fz_dim(), c = fz_dim(), ld0 = fz_ld(m), ld1 = fz_ld(m);
   size_t cnt = fz_count(), off[4] = {fz_off(), fz_off(), fz_off(), fz_off()};
   double scale = u8() % 8 ? 0.5 : NAN;
@@ -1284,7 +1284,7 @@ static void do_map_launch(void) {
   int na = sp->np + (u8() % 8 == 0 ? 1 : 0), wrong = -1, home = -1;
   shadow_buf b[4];
   gpar_arg a[4];
-  fz_opnd o[3];
+  fz_aopnd o[3];
   int no = 0;
   for (int j = 0; j < na && j < 4; j++) {
     if (j >= sp->np || !sp->es[j]) { /* a scalar, sometimes of the wrong kind */
@@ -1297,7 +1297,7 @@ static void do_map_launch(void) {
     size_t off = u8() % 4 == 0 ? (size_t)u16() % 64 : (size_t)(u16() % 256) * (size_t)sp->es[j];
     a[j] = gpar_arg_buffer(b[j].h, off);
     if (off % (size_t)sp->es[j] && wrong < 0) wrong = j;
-    o[no] = (fz_opnd){&b[j], off / (size_t)sp->es[j], n, 1, n ? n : 1, (size_t)sp->es[j], 100 + sp->type[j], sp->out[j], 1, 0};
+    o[no] = (fz_aopnd){&b[j], off / (size_t)sp->es[j], n, 1, n ? n : 1, (size_t)sp->es[j], 100 + sp->type[j], sp->out[j], 1, 0};
     no++;
   }
   smask must = m->state != M_LIVE ? S(GPAR_EINVAL) : na != sp->np || wrong >= 0 ? S(GPAR_EINVAL) : fz_operands(o, no, &home);
