@@ -14,8 +14,10 @@
 #  2. symbols: no object of a layer refers (nm -u) to a symbol that an object of a higher or
 #     sibling layer defines, so no call goes up however it is spelled;
 #  3. the engine names no kind of op: no engine file mentions an op kind's argument type;
-#  4. inside a backend folder that lists its files in layers, no file calls one listed above it;
-#  5. inside core/engine/, the same for its floors (engine.h lists them), includes and calls.
+#  4. inside a backend folder (or mpi/) that lists its files in layers, no file calls or includes
+#     one listed above it;
+#  5. inside core/engine/, core/kernel/ and core/array/, the same for their floors (engine.h,
+#     kernel.h and array.h list them), includes and calls.
 set -u
 src=${1:?srcdir}
 build=${2:?builddir}
@@ -118,13 +120,23 @@ else
   else notok "calls that go up a layer:$bad"; fi
 fi
 
-# 4. inside a backend folder whose private header lists its files ("Layers (bottom first): a.c
-# b.c ..."), no object refers to a symbol defined by a file listed after its own.
+erank() { # rank of a file name (x.c or x.h) in $eorder, or none
+  i=0
+  for f in $eorder; do
+    i=$((i + 1))
+    if [ "$f" = "$1" ] || [ "${f%.[ch]}" = "${1%.[ch]}" ]; then echo "$i"; return; fi
+  done
+  echo none
+}
+# 4. inside a backend folder (or mpi/) whose private header lists its files ("Layers (bottom
+# first): a.c b.c ..."), no object refers to a symbol defined by a file listed after its own,
+# every file is listed and none includes a header listed after it.
 cd "$build" || exit 1
-for hdr in "$src"/backends/*/*_internal.h; do
+for hdr in "$src"/backends/*/*_internal.h "$src"/mpi/*_internal.h; do
   order=$(sed -n 's/.*Layers (bottom first): *//p' "$hdr" | head -1)
   [ -n "$order" ] || continue
-  dir=backends/$(basename "$(dirname "$hdr")")
+  dir=${hdr#"$src"/}
+  dir=${dir%/*}
   bad=""
   i=0
   for f in $order; do
@@ -143,56 +155,78 @@ for hdr in "$src"/backends/*/*_internal.h; do
     done
   done
   if [ -z "$bad" ]; then ok "$dir: no file calls a file listed above it ($order)"
-  else notok "$dir: calls up the backend's layers:$bad"; fi
+  else notok "$dir: calls up the folder's layers:$bad"; fi
+  # Its includes: every file but the private header is listed, and includes no header of the
+  # folder listed after it (the private header is the folder's, for all).
+  eorder=$order
+  bad=""
+  for f in "$src/$dir"/*.c "$src/$dir"/*.h; do
+    [ -f "$f" ] && [ "$f" != "$hdr" ] || continue
+    b=$(basename "$f")
+    me=$(erank "$b")
+    if [ "$me" = none ]; then bad="$bad $b:unranked"; continue; fi
+    for inc in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f"); do
+      [ -f "$src/$dir/$inc" ] && [ "$src/$dir/$inc" != "$hdr" ] || continue
+      them=$(erank "$inc")
+      if [ "$them" = none ] || [ "$them" -gt "$me" ]; then bad="$bad $b:$inc"; fi
+    done
+  done
+  if [ -z "$bad" ]; then ok "$dir: every file listed, no include of a header listed above it"
+  else notok "$dir: includes up the folder's layers:$bad"; fi
 done
 
-# 5. inside core/engine/, whose map (engine.h) lists its files bottom first ("Layers (bottom
-# first): spin.h clock.c ..."; a header ranks with the .c file of its name, or by its own name):
-# every file of the folder is ranked, no file includes a header of a higher rank (engine.h, the
-# map, is for the layers above), and no object refers to a symbol that a higher file defines.
-cd "$src" || exit 1
-eorder=$(sed -n 's/.*Layers (bottom first): *//p' core/engine/engine.h | head -1)
-erank() { # rank of an engine file name (x.c or x.h), or none
-  i=0
-  for f in $eorder; do
-    i=$((i + 1))
-    if [ "$f" = "$1" ] || [ "${f%.[ch]}" = "${1%.[ch]}" ]; then echo "$i"; return; fi
+# 5. inside each core/ folder with a map (its header lists its files bottom first: "Layers
+# (bottom first): spin.h clock.c ..."; a header ranks with the .c file of its name, or by its
+# own name): every file of the folder is ranked, no file includes a header of a higher rank,
+# and no object refers to a symbol that a higher file defines. engine.h, the engine's map, is
+# for the layers above (no engine file includes it); kernel.h and array.h are their folders'
+# shared headers, which every file of the folder includes.
+floors() { # floors MAP CLOSED: MAP core/x/x.h; CLOSED 1 when no file of the folder may include MAP
+  map=$1
+  closed=$2
+  fdir=$(dirname "$map")
+  short=${fdir#core/}
+  cd "$src" || exit 1
+  eorder=$(sed -n 's/.*Layers (bottom first): *//p' "$map" | head -1)
+  bad=""
+  [ -n "$eorder" ] || bad=" $map:no-Layers-line"
+  for f in "$fdir"/*.c "$fdir"/*.h; do
+    [ -f "$f" ] || continue
+    b=$(basename "$f")
+    [ "$f" = "$map" ] && continue
+    me=$(erank "$b")
+    if [ "$me" = none ]; then bad="$bad $b:unranked"; continue; fi
+    for inc in $(sed -n "s/^[[:space:]]*#[[:space:]]*include[[:space:]]*\"$short\/\([^\"]*\)\".*/\1/p" "$f"); do
+      if [ "$fdir/$inc" = "$map" ]; then
+        [ "$closed" = 1 ] && bad="$bad $b:$inc"
+        continue
+      fi
+      them=$(erank "$inc")
+      if [ "$them" = none ] || [ "$them" -gt "$me" ]; then bad="$bad $b:$inc"; fi
+    done
   done
-  echo none
+  if [ -z "$bad" ]; then ok "$fdir: every file ranked, no include of a higher floor ($(echo $eorder | wc -w) floors)"
+  else notok "$fdir: includes up its floors:$bad"; fi
+  cd "$build" || exit 1
+  # One line per defined symbol ("D sym file") and per use ("U sym file"), joined in one awk.
+  bad=$(for o in $(find "$fdir" -name '*.o' 2>/dev/null | sort); do
+    f=$(basename "$(source_of "$o")")
+    [ -f "$src/$fdir/$f" ] || continue
+    nm --defined-only -g "$o" | awk -v f="$f" 'NF==3 {print "D", $3, f}'
+    nm -u "$o" | awk -v f="$f" '$2 ~ /^gpar/ {print "U", $2, f}'
+  done | awk -v order="$eorder" '
+    function rank(n, k) { k = n; sub(/\.[ch]$/, "", k); return (k in r) ? r[k] : 0 }
+    BEGIN { m = split(order, o, " "); for (i = 1; i <= m; i++) { k = o[i]; sub(/\.[ch]$/, "", k); r[k] = i } }
+    $1 == "D" { def[$2] = $3; next }
+    { use[++n] = $2 " " $3 }
+    END { for (i = 1; i <= n; i++) { split(use[i], u, " "); if (!(u[1] in def)) continue
+            d = def[u[1]]; if (!rank(u[2]) || !rank(d) || rank(d) > rank(u[2])) printf " %s:%s(%s)", u[2], u[1], d } }')
+  if [ -z "$bad" ]; then ok "$fdir: no file calls a file of a higher floor"
+  else notok "$fdir: calls up its floors:$bad"; fi
 }
-bad=""
-if [ -z "$eorder" ]; then
-  bad=" core/engine/engine.h:no-Layers-line"
-fi
-for f in core/engine/*.c core/engine/*.h; do
-  [ -f "$f" ] || continue
-  b=$(basename "$f")
-  [ "$b" = engine.h ] && continue
-  me=$(erank "$b")
-  if [ "$me" = none ]; then bad="$bad $b:unranked"; continue; fi
-  for inc in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"engine\/\([^"]*\)".*/\1/p' "$f"); do
-    them=$(erank "$inc")
-    if [ "$inc" = engine.h ] || [ "$them" = none ] || [ "$them" -gt "$me" ]; then bad="$bad $b:$inc"; fi
-  done
-done
-if [ -z "$bad" ]; then ok "core/engine: every file ranked, no include of a higher floor ($(echo $eorder | wc -w) floors)"
-else notok "core/engine: includes up its floors:$bad"; fi
-cd "$build" || exit 1
-# One line per defined symbol ("D sym file") and per use ("U sym file"), joined in one awk.
-bad=$(for o in $(find core/engine -name '*.o' 2>/dev/null | sort); do
-  f=$(basename "$(source_of "$o")")
-  [ -f "$src/core/engine/$f" ] || continue
-  nm --defined-only -g "$o" | awk -v f="$f" 'NF==3 {print "D", $3, f}'
-  nm -u "$o" | awk -v f="$f" '$2 ~ /^gpar/ {print "U", $2, f}'
-done | awk -v order="$eorder" '
-  function rank(n, k) { k = n; sub(/\.[ch]$/, "", k); return (k in r) ? r[k] : 0 }
-  BEGIN { m = split(order, o, " "); for (i = 1; i <= m; i++) { k = o[i]; sub(/\.[ch]$/, "", k); r[k] = i } }
-  $1 == "D" { def[$2] = $3; next }
-  { use[++n] = $2 " " $3 }
-  END { for (i = 1; i <= n; i++) { split(use[i], u, " "); if (!(u[1] in def)) continue
-          d = def[u[1]]; if (!rank(u[2]) || !rank(d) || rank(d) > rank(u[2])) printf " %s:%s(%s)", u[2], u[1], d } }')
-if [ -z "$bad" ]; then ok "core/engine: no file calls a file of a higher floor"
-else notok "core/engine: calls up its floors:$bad"; fi
+floors core/engine/engine.h 1
+floors core/kernel/kernel.h 0
+floors core/array/array.h 0
 
 # 3. the engine names no kind
 cd "$src" || exit 1

@@ -12,24 +12,6 @@
 #include "backend.h"
 #include "host_internal.h"
 
-void gpar__host_cpuinfo(const char *key, char *out, size_t n) {
-  FILE *f = fopen("/proc/cpuinfo", "r");
-  char line[4096]; /* the flags line is long */
-  size_t klen = strlen(key);
-  if (!f) return;
-  while (fgets(line, sizeof line, f))
-    if (!strncmp(line, key, klen)) {
-      char *v = strchr(line, ':');
-      if (v) {
-        v += 1 + (v[1] == ' ');
-        v[strcspn(v, "\n")] = 0;
-        snprintf(out, n, "%s", v);
-      }
-      break;
-    }
-  fclose(f);
-}
-
 static int host_open(const gpar_config *cfg, gpar__backend **be, int *ndev) {
   openblas_set_num_threads(1);
   if (!(*be = calloc(1, sizeof **be))) return gpar__errorf(GPAR_ENOMEM, "host: out of host memory");

@@ -1,4 +1,16 @@
-/* host_internal.h: functions of the host backend shared between its files. */
+/* host_internal.h: the host backend's private type and the calls its files share, listed file by
+ * file from the bottom layer up. Included only by the .c files of backends/host.
+ *
+ * Layers (bottom first): host_cpu.c host_reduce.c host_array_t.h host_array.c host_blas.c host_kernel.c host_backend.c
+ *
+ * A file calls only into files listed before it (and libc, OpenBLAS, the C compiler):
+ *   host_cpu.c      the CPU's description from /proc/cpuinfo
+ *   host_reduce.c   the CPU reduction of staged collectives
+ *   host_array_t.h  the array ops' loops, included once per element type by host_array.c
+ *   host_array.c    the array ops in plain C
+ *   host_blas.c     the BLAS entries (OpenBLAS)
+ *   host_kernel.c   kernels: C source, the C compiler, dlopen, launches over groups
+ *   host_backend.c  gpar__host_backend: the table, the device, copies and fills */
 #ifndef GPAR_HOST_INTERNAL_H
 #define GPAR_HOST_INTERNAL_H
 
@@ -9,7 +21,7 @@ struct gpar__backend {
   char cc[512];
 };
 
-/* The value of /proc/cpuinfo's first line starting with key, into out ("" kept when none). */
+/* host_cpu.c: the value of /proc/cpuinfo's first line starting with key, into out ("" kept when none). */
 GPAR__HIDDEN void gpar__host_cpuinfo(const char *key, char *out, size_t n);
 
 /* CPU reduction of staged collectives (host_reduce.c). */

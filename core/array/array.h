@@ -3,9 +3,19 @@
  * operands (operands.c checks them: handles, element types, ranges, devices, overlap, all
  * before anything is built), then run.c builds one op on the device of the output: the CPU
  * runs it through the host backend's plain C (backend.h, gpar__array_args), a GPU through
- * portable kernels of the kernel layer. Files: operands.c, run.c, elementwise.c (unary,
- * binary, broadcast), reduce.c (reductions, argmax), softmax.c, and kernels.h: kernels.c (the
- * kernel sources), gpu.c (launches), map.c (gpar_map_*: elementwise maps from an expression). */
+ * portable kernels of the kernel layer.
+ *
+ * The files, bottom first; a file uses only files listed before it (tests/layers.sh checks the
+ * includes and, with nm, the calls; a header stands where its .c file does):
+ * Layers (bottom first): operands.c kernels.c gpu.c run.c elementwise.c reduce.c softmax.c map.c
+ *   operands.c     the checks of element types, shapes and operands
+ *   kernels.c      the portable kernel sources (kernels.h), built per device at first use
+ *   gpu.c          a call on a GPU: kernel launches
+ *   run.c          where a checked call runs (an op on the CPU, gpu.c on a GPU): gpar__array_issue
+ *   elementwise.c  unary, binary and broadcast ops
+ *   reduce.c       reductions and argmax
+ *   softmax.c      softmax cross-entropy
+ *   map.c          gpar_map_*: elementwise maps from an expression; the layer's shutdown */
 #ifndef GPAR_CORE_ARRAY_H
 #define GPAR_CORE_ARRAY_H
 
@@ -39,8 +49,6 @@ typedef struct gpar__arr_call {
   int empty;         /* nothing to compute: GPAR_OK once every check passed, nothing enqueued */
 } gpar__arr_call;
 
-/* Bytes per element of an array element type (the float types and int32), 0 for others. */
-GPAR__HIDDEN size_t gpar__arr_elem(int dtype);
 /* GPAR_EINVAL unless dtype is one of the four float types (message names fn). */
 GPAR__HIDDEN int gpar__arr_check_float(const char *fn, int dtype);
 /* GPAR_EINVAL when a matrix's shape is bad: m or n negative, ld < max(1, m). */
@@ -49,11 +57,11 @@ GPAR__HIDDEN int gpar__arr_check_shape(const char *fn, const char *name, int m, 
 /* An operand: a range of count elements, or an m x n matrix with leading dimension ld. */
 static inline gpar__arr_operand gpar__arr_range(const char *name, gpar_buffer h, size_t off, size_t count, int dtype,
                                                 int out) {
-  return (gpar__arr_operand){h, off, count, 1, count ? count : 1, dtype, gpar__arr_elem(dtype), out, 0, 0, name, NULL};
+  return (gpar__arr_operand){h, off, count, 1, count ? count : 1, dtype, gpar_dtype_size(dtype), out, 0, 0, name, NULL};
 }
 static inline gpar__arr_operand gpar__arr_matrix(const char *name, gpar_buffer h, size_t off, int m, int n, int ld,
                                                  int dtype, int out) {
-  return (gpar__arr_operand){h, off, (size_t)m, (size_t)n, (size_t)ld, dtype, gpar__arr_elem(dtype), out, 0, 0, name, NULL};
+  return (gpar__arr_operand){h, off, (size_t)m, (size_t)n, (size_t)ld, dtype, gpar_dtype_size(dtype), out, 0, 0, name, NULL};
 }
 
 /* Enter the engine of operands o[0..n) and look each present one up (o[i].b, a reference),
@@ -70,8 +78,5 @@ GPAR__HIDDEN int gpar__array_issue(gpar__arr_call *c);
 /* Free eng's maps and forget its array kernels (lifecycle/: gpar_shutdown, after the drain
  * and before the kernel layer frees the engine's kernels). */
 GPAR__HIDDEN void gpar__array_shutdown(gpar_engine *eng);
-
-/* run.c: build and submit the op of a checked call whose operands are looked up (on dev). */
-GPAR__HIDDEN int gpar__array_submit(gpar_engine *eng, gpar__device *dev, gpar__arr_call *c);
 
 #endif

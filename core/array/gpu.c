@@ -12,7 +12,7 @@
 #define ROW_MAX_CHUNKS 1024
 
 static gpar_arg buf_arg(const gpar__arr_operand *o) {
-  return gpar_arg_buffer(o->h, o->off * gpar__arr_elem(o->dtype));
+  return gpar_arg_buffer(o->h, o->off * gpar_dtype_size(o->dtype));
 }
 
 /* groups of `group` work-items to cover work items, between 1 and max. */
@@ -75,7 +75,7 @@ static int scratch(gpar_engine *eng, gpar__device *dev, size_t bytes, gpar_buffe
 /* sum, max or min of count elements of operand 0 from element offset off into operand 1. */
 static int gpu_reduce_range(gpar_engine *eng, gpar__device *dev, const gpar__arr_call *c, size_t count, size_t off) {
   const gpar__array_args *x = &c->args;
-  gpar_arg in = gpar_arg_buffer(c->op[0].h, off * gpar__arr_elem(x->dtype)), out = buf_arg(&c->op[1]);
+  gpar_arg in = gpar_arg_buffer(c->op[0].h, off * gpar_dtype_size(x->dtype)), out = buf_arg(&c->op[1]);
   gpar__arr_kinfo k1, k2;
   int st;
   if (count <= RANGE_ONE_GROUP) {

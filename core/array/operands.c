@@ -1,21 +1,10 @@
 /* operands.c: the checks every array call goes through before anything is built: element
  * types and shapes (called by each public call), then handles, ranges, devices and overlap
- * of its operands (gpar__array_issue), which hands a call that passed them to run.c. */
+ * of its operands (gpar__arr_operands, which run.c's gpar__array_issue calls first). */
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "array/array.h"
-
-size_t gpar__arr_elem(int dtype) {
-  switch (dtype) {
-  case GPAR_FLOAT: return 4;
-  case GPAR_DOUBLE: return 8;
-  case GPAR_HALF: return 2;
-  case GPAR_BFLOAT16: return 2;
-  case GPAR_INT32: return 4;
-  default: return 0;
-  }
-}
 
 int gpar__arr_check_float(const char *fn, int dtype) {
   if (dtype == GPAR_FLOAT || dtype == GPAR_DOUBLE || dtype == GPAR_HALF || dtype == GPAR_BFLOAT16) return GPAR_OK;
@@ -116,16 +105,4 @@ void gpar__arr_operands_done(gpar_engine *eng, gpar__arr_operand *o, int n) {
     o[i].b = NULL;
   }
   gpar__engine_leave(eng);
-}
-
-int gpar__array_issue(gpar__arr_call *c) {
-  gpar_engine *eng;
-  int st = gpar__arr_operands(c->fn, c->op, c->nops, &eng, &c->home);
-  if (st) return st;
-  if (!c->empty) {
-    gpar__buf *h = c->op[c->home].b;
-    st = gpar__array_submit(eng, h->host_memory ? eng->host_dev : h->dev, c); /* takes over the references */
-  }
-  gpar__arr_operands_done(eng, c->op, c->nops);
-  return st;
 }

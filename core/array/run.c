@@ -1,7 +1,8 @@
 /* run.c: where a checked array call runs. On the CPU (a backend with the `array` entry) it is
  * one engine op whose reads are the inputs and whose writes are the outputs (an output that is
  * also an input, in place, is read-write), running the host backend's plain C; on GPUs it is
- * kernel launches (gpu.c), ordered by the same read and write sets. */
+ * kernel launches (gpu.c), ordered by the same read and write sets. gpar__array_issue, the way
+ * in of every array call: its operands' checks (operands.c), then that op. */
 #include "array/kernels.h"
 
 _Static_assert(sizeof(gpar__array_args) <= GPAR__OP_PAYLOAD, "array op arguments fit an op's payload");
@@ -51,12 +52,25 @@ static int host_submit(gpar_engine *eng, gpar__device *dev, gpar__arr_call *c) {
   return gpar__api_submit(op);
 }
 
-int gpar__array_submit(gpar_engine *eng, gpar__device *dev, gpar__arr_call *c) {
+/* Build and submit the op of a checked call whose operands are looked up (on dev). */
+static int submit(gpar_engine *eng, gpar__device *dev, gpar__arr_call *c) {
   if (dev->ops->array) return host_submit(eng, dev, c);
   int st = gpar__array_gpu(eng, dev, c); /* launches take their own references */
   for (int i = 0; i < c->nops; i++) {
     if (c->op[i].b) gpar__buf_put(c->op[i].b);
     c->op[i].b = NULL;
   }
+  return st;
+}
+
+int gpar__array_issue(gpar__arr_call *c) {
+  gpar_engine *eng;
+  int st = gpar__arr_operands(c->fn, c->op, c->nops, &eng, &c->home);
+  if (st) return st;
+  if (!c->empty) {
+    gpar__buf *h = c->op[c->home].b;
+    st = submit(eng, h->host_memory ? eng->host_dev : h->dev, c); /* takes over the references */
+  }
+  gpar__arr_operands_done(eng, c->op, c->nops);
   return st;
 }

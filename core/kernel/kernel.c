@@ -1,10 +1,7 @@
-/* kernel.c: kernel objects, their handles and lifetime (kernel.h), and the public calls that
- * make, release, build and describe them: gpar_kernel_create, _release, _build, _info, _log,
- * _source and gpar_kernel_support; gpar__kernel_shutdown for gpar_shutdown. Launches are
- * launch.c's, builds build.c's. */
-#include <stdio.h>
+/* kernel.c: kernel objects, their handles and lifetime (kernel.h): the table of live kernels,
+ * handle lookups, references, the device a call names. The public calls that make and describe
+ * kernels are calls.c's, launches launch.c's, builds build.c's. */
 #include <stdlib.h>
-#include <string.h>
 
 #include "kernel/kernel.h"
 
@@ -52,220 +49,23 @@ gpar__device *gpar__kernel_device(gpar_engine *eng, int dev, const char *fn) {
   return NULL;
 }
 
-/* ---------------------------------------------------------------- create, release */
-
-/* A kernel object from checked texts (eng entered); NULL without memory. */
-static gpar__kernel *kernel_new(gpar_engine *eng, const char *const txt[4]) {
-  size_t len[4], total = 0;
-  for (int i = 0; i < 4; i++) total += (len[i] = strlen(txt[i])) + 1;
-  gpar__kstate *ks = gpar__kstate_get(eng);
-  gpar__kernel *k = ks ? calloc(1, sizeof *k + sizeof k->built[0] * (size_t)eng->ndev) : NULL;
-  if (!k) return NULL;
-  k->text = malloc(total);
-  k->sig = strdup(txt[1]);
-  k->kind = gpar__klaunch_kind(ks, txt[0]);
-  if (!k->text || !k->sig || !k->kind) {
-    free(k->text);
-    free(k->sig);
-    free(k);
-    return NULL;
-  }
-  char *p = k->text, *at[4];
-  for (int i = 0; i < 4; i++) {
-    memcpy(at[i] = p, txt[i], len[i] + 1);
-    p += len[i] + 1;
-  }
-  k->text_len = total;
-  k->def = (gpar__kernel_def){.name = at[0], .body = at[2], .preamble = at[3], .common = gpar__kernel_common};
-  k->def.uses_group_memory = gpar__kuses_group_memory(at[2]) || gpar__kuses_group_memory(at[3]);
-  k->eng = eng;
-  k->token = gpar__engine_token(eng);
-  k->ndev = eng->ndev;
-  atomic_init(&k->refs, 1);
-  return k;
+void gpar__kernel_discard(gpar__kernel *k) {
+  atomic_fetch_add(&k->eng->kernels_live, 1);
+  kernel_free(k);
 }
 
-GPAR_API int gpar_kernel_create(gpar_engine *e, const char *name, const char *params, const char *body,
-                                const char *preamble, gpar_kernel *out) {
-  static const char fn[] = "gpar_kernel_create";
-  int st;
-  if (out) out->id = 0;
-  gpar_engine *eng = gpar__engine_enter(e, &st);
-  if (!eng) return st;
-  gpar__kernel *k = NULL;
-  if (!out || !params || !body)
-    st = gpar__errorf(GPAR_EINVAL, "%s: %s is NULL", fn, !out ? "kernel" : !params ? "params" : "body");
-  else if ((st = gpar__kname_check(name, fn)) == GPAR_OK) {
-    const char *txt[4] = {name, params, body, preamble ? preamble : ""};
-    if (!(k = kernel_new(eng, txt))) st = gpar__errorf(GPAR_ENOMEM, "%s: out of host memory", fn);
+int gpar__kernel_publish(gpar__kernel *k, gpar_kernel *out) {
+  int st = gpar__handle_add(table(), k, &k->slot, &k->serial);
+  if (st == GPAR_OK) {
+    atomic_fetch_add(&k->eng->kernels_live, 1);
+    out->id = k->serial << KERNEL_SLOT_BITS | k->slot;
   }
-  if (k && (st = gpar__ksig_parse(k->sig, fn, &k->params, &k->def.nparams)) == GPAR_OK) {
-    k->def.params = k->params;
-    if ((st = gpar__handle_add(table(), k, &k->slot, &k->serial)) == GPAR_OK) {
-      atomic_fetch_add(&eng->kernels_live, 1);
-      out->id = k->serial << KERNEL_SLOT_BITS | k->slot;
-      k = NULL;
-    }
-  }
-  if (k) { /* not handed out */
-    atomic_fetch_add(&eng->kernels_live, 1);
-    kernel_free(k);
-  }
-  gpar__engine_leave(eng);
   return st;
 }
 
-GPAR_API int gpar_kernel_release(gpar_kernel h) {
-  int st;
-  gpar__kernel *k = gpar__kernel_get(h, "gpar_kernel_release");
-  if (!k) return GPAR_EINVAL;
-  gpar_engine *eng = gpar__engine_enter(k->token, &st);
-  /* Entered first: a concurrent gpar_shutdown waits for this call before it frees kernels. */
-  gpar__kernel *mine = eng ? gpar__handle_kill(table(), k->slot, k->serial) : NULL;
-  gpar__kernel_put(k);
-  if (!mine) {
-    if (eng) gpar__engine_leave(eng);
-    return gpar__errorf(GPAR_EINVAL, "gpar_kernel_release: kernel %#llx is released or invalid", (unsigned long long)h.id);
-  }
-  gpar__handle_recycle(table(), k->slot);
-  gpar__kernel_unref(k); /* the handle's: launches in flight keep theirs */
-  gpar__engine_leave(eng);
-  return GPAR_OK;
-}
+gpar__kernel *gpar__kernel_kill(gpar__kernel *k) { return gpar__handle_kill(table(), k->slot, k->serial); }
 
-/* ---------------------------------------------------------------- build and describe */
-
-/* The kernel and device a call names, entered: GPAR_OK with *k (a table reference), *eng and
- * *d; the caller ends with call_end. */
-static int call_begin(gpar_kernel h, int dev, const char *fn, gpar__kernel **k, gpar_engine **eng, gpar__device **d) {
-  int st;
-  if (!(*k = gpar__kernel_get(h, fn))) return GPAR_EINVAL;
-  if (!(*eng = gpar__engine_enter((*k)->token, &st))) {
-    gpar__kernel_put(*k);
-    return st;
-  }
-  if (!(*d = gpar__kernel_device(*eng, dev, fn))) {
-    gpar__engine_leave(*eng);
-    gpar__kernel_put(*k);
-    return GPAR_ENODEV;
-  }
-  return GPAR_OK;
-}
-
-static void call_end(gpar__kernel *k, gpar_engine *eng) {
-  gpar__engine_leave(eng);
-  gpar__kernel_put(k);
-}
-
-GPAR_API int gpar_kernel_build(gpar_kernel h, int dev) {
-  gpar__kernel *k;
-  gpar_engine *eng;
-  gpar__device *d;
-  gpar__kentry *e;
-  int st = call_begin(h, dev, "gpar_kernel_build", &k, &eng, &d);
-  if (st != GPAR_OK) return st;
-  st = gpar__kernel_build_on(k, d, &e);
-  call_end(k, eng);
-  return st;
-}
-
-GPAR_API int gpar_kernel_info(gpar_kernel h, int dev, gpar_kernel_props *props) {
-  gpar__kernel *k;
-  gpar_engine *eng;
-  gpar__device *d;
-  gpar__kentry *e;
-  if (!props) return gpar__errorf(GPAR_EINVAL, "gpar_kernel_info: props is NULL");
-  memset(props, 0, sizeof *props);
-  int st = call_begin(h, dev, "gpar_kernel_info", &k, &eng, &d);
-  if (st != GPAR_OK) return st;
-  if ((st = gpar__kernel_build_on(k, d, &e)) == GPAR_OK) {
-    props->max_group_size = e->lim.max_group_size;
-    memcpy(props->max_group_dims, e->lim.max_group_dims, sizeof props->max_group_dims);
-    memcpy(props->max_groups, e->lim.max_groups, sizeof props->max_groups);
-    props->group_multiple = e->lim.multiple;
-    int hit = atomic_load(&k->built[d->index].hit);
-    props->origin = hit ? GPAR_KERNEL_MEMORY_HIT : e->origin;
-    props->build_seconds = hit ? 0 : e->seconds;
-    st = gpar__kernel_target(gpar__kstate_get(eng), d, props->target, sizeof props->target);
-  }
-  call_end(k, eng);
-  return st;
-}
-
-/* Copy s into buf as snprintf would; the full length into *len. */
-static void copy_out(const char *s, char *buf, size_t cap, size_t *len) {
-  size_t n = strlen(s);
-  if (len) *len = n;
-  if (buf && cap) {
-    size_t c = n < cap - 1 ? n : cap - 1;
-    memcpy(buf, s, c);
-    buf[c] = 0;
-  }
-}
-
-GPAR_API int gpar_kernel_log(gpar_kernel h, int dev, char *buf, size_t cap, size_t *len) {
-  gpar__kernel *k;
-  gpar_engine *eng;
-  gpar__device *d;
-  int st = call_begin(h, dev, "gpar_kernel_log", &k, &eng, &d);
-  if (st != GPAR_OK) return st;
-  gpar__kentry *e = atomic_load_explicit(&k->built[d->index].e, memory_order_acquire);
-  copy_out(e && e->log && !atomic_load(&k->built[d->index].hit) ? e->log : "", buf, cap, len);
-  call_end(k, eng);
-  return GPAR_OK;
-}
-
-/* src with each line prefixed by its number ("%5d  "), malloc'ed. */
-static char *numbered(const char *src) {
-  char *out = NULL;
-  size_t n = 0;
-  FILE *f = open_memstream(&out, &n);
-  if (!f) return NULL;
-  int line = 1;
-  for (const char *p = src; *p; line++) {
-    const char *nl = strchr(p, '\n');
-    size_t l = nl ? (size_t)(nl - p) : strlen(p);
-    fprintf(f, "%5d  %.*s\n", line, (int)l, p);
-    p += l + (nl != NULL);
-  }
-  return fclose(f) == 0 ? out : (free(out), NULL);
-}
-
-GPAR_API int gpar_kernel_source(gpar_kernel h, int dev, char *buf, size_t cap, size_t *len) {
-  gpar__kernel *k;
-  gpar_engine *eng;
-  gpar__device *d;
-  int st = call_begin(h, dev, "gpar_kernel_source", &k, &eng, &d);
-  if (st != GPAR_OK) return st;
-  char opts[1024], *src = NULL, *num = NULL;
-  if (!d->ops->kernel_source)
-    st = gpar__errorf(GPAR_ENOTSUP, "gpar_kernel_source: the %s backend builds no kernels", d->ops->name);
-  else if ((st = d->ops->kernel_source(d->bdev, &k->def, &src, opts, sizeof opts)) == GPAR_OK && !(num = numbered(src)))
-    st = gpar__errorf(GPAR_ENOMEM, "gpar_kernel_source: out of host memory");
-  if (st == GPAR_OK) copy_out(num, buf, cap, len);
-  free(src);
-  free(num);
-  call_end(k, eng);
-  return st;
-}
-
-GPAR_API int gpar_kernel_support(gpar_engine *e, int dev, char *buf, size_t cap) {
-  int st;
-  gpar_engine *eng = gpar__engine_enter(e, &st);
-  if (!eng) return st;
-  char words[512];
-  gpar__device *d = gpar__kernel_device(eng, dev, "gpar_kernel_support");
-  gpar__kstate *ks = d ? gpar__kstate_get(eng) : NULL;
-  if (!d)
-    st = GPAR_ENODEV;
-  else if (!ks)
-    st = gpar__errorf(GPAR_ENOMEM, "gpar_kernel_support: out of host memory");
-  else
-    st = gpar__kernel_target(ks, d, words, sizeof words);
-  if (ks) copy_out(words, buf, cap, NULL);
-  gpar__engine_leave(eng);
-  return st;
-}
+void gpar__kernel_recycle(gpar__kernel *k) { gpar__handle_recycle(table(), k->slot); }
 
 /* ---------------------------------------------------------------- shutdown */
 
@@ -275,7 +75,6 @@ static void kernel_drop(void *obj, void *token) {
   gpar__kernel_unref(obj); /* the handle's; nothing else holds it after the drain and the graphs */
 }
 
-void gpar__kernel_shutdown(gpar_engine *eng) {
+void gpar__kernel_drain(gpar_engine *eng) {
   gpar__handle_drain(table(), kernel_of, kernel_drop, gpar__engine_token(eng));
-  gpar__kstate_free(eng);
 }

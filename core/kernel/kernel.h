@@ -1,12 +1,22 @@
-/* kernel.h: portable kernels, the kernel layer's private types and calls, file by file: kernel
- * objects and their handles, the public calls that describe them (kernel.c); signatures and
- * names (sig.c); the dialect's portable part (dialect.c); builds and the engine's memory cache
- * (build.c); the disk cache (disk.c); launches, their op kinds and the host's spreading of
- * groups over the CPU workers (launch.c). A kernel is a name, a typed signature and a body; the
- * backends turn it into their source, compile, load and launch it (core/backend.h, kernel_*).
+/* kernel.h: portable kernels, the kernel layer's private types and calls, file by file. A kernel
+ * is a name, a typed signature and a body; the backends turn it into their source, compile, load
+ * and launch it (core/backend.h, kernel_*).
+ *
+ * The files, bottom first; a file uses only files listed before it (tests/layers.sh checks the
+ * includes and, with nm, the calls):
+ * Layers (bottom first): sig.c dialect.c disk.c kernel.c kind.c build.c launch.c calls.c
+ *   sig.c      signatures and names
+ *   dialect.c  the dialect's portable part
+ *   disk.c     the disk cache
+ *   kernel.c   kernel objects, their handles and references
+ *   kind.c     the op kinds of launches, one per kernel name, and the host's spreading of groups
+ *              over the CPU workers
+ *   build.c    builds and the engine's memory cache
+ *   launch.c   gpar_kernel_launch: the checks, then the op
+ *   calls.c    the public calls that make, release, build and describe kernels; shutdown
  *
  * Layer 3, beside graph/ and comm/: it uses engine/ and api/, and nothing uses it but
- * lifecycle/ (gpar__kernel_shutdown). Its ops are engine ops of kinds defined in launch.c.
+ * lifecycle/ (gpar__kernel_shutdown). Its ops are engine ops of kinds defined in kind.c.
  *
  * Lifetimes. A kernel object lives while its handle or an op holding it (a launch in flight, a
  * graph's recorded launch) does: refs counts them; the last reference frees it. Handles follow
@@ -85,20 +95,18 @@ struct gpar__kernel {
   } built[];                   /* per device */
 };
 
-/* ---- kernel.c ---- */
+/* A launch op's arguments (its payload; kind.c runs it, launch.c fills it). */
+#define GPAR__KL_INLINE 5 /* arguments held in the op's payload; more are allocated */
 
-/* The kernel a handle names, with a table reference (gpar__kernel_put), or NULL (GPAR_EINVAL
- * message naming fn). */
-GPAR__HIDDEN gpar__kernel *gpar__kernel_get(gpar_kernel h, const char *fn);
-GPAR__HIDDEN void gpar__kernel_put(gpar__kernel *k);
-/* Object references (ops): the last unref frees the kernel. */
-GPAR__HIDDEN void gpar__kernel_ref(gpar__kernel *k);
-GPAR__HIDDEN void gpar__kernel_unref(gpar__kernel *k);
-/* The device a public call names (GPAR_HOST: the CPU), or NULL with GPAR_ENODEV's message. */
-GPAR__HIDDEN gpar__device *gpar__kernel_device(gpar_engine *eng, int dev, const char *fn);
-/* Free every kernel of eng and its kernel state (gpar_shutdown: after the drain, the graphs and
- * the trace; nothing in flight, no call inside). */
-GPAR__HIDDEN void gpar__kernel_shutdown(gpar_engine *eng);
+typedef struct gpar__klaunch {
+  gpar__kernel *k;  /* a reference, dropped when the op is done (release) */
+  gpar__kentry *e;  /* its build on the op's device (lives until gpar_shutdown) */
+  gpar__karg *more; /* nargs > GPAR__KL_INLINE: the arguments */
+  uint32_t groups[3], size[3];
+  int nargs;
+  gpar__karg inl[GPAR__KL_INLINE];
+} gpar__klaunch;
+_Static_assert(sizeof(gpar__klaunch) <= GPAR__OP_PAYLOAD, "a kernel launch fits an op's payload");
 
 /* ---- sig.c ---- */
 
@@ -120,6 +128,46 @@ GPAR__HIDDEN int gpar__ktype_arg(int type);
 /* The dialect's portable part, written against what each backend's header defines. */
 GPAR__HIDDEN extern const char gpar__kernel_common[];
 
+/* ---- disk.c ---- */
+
+/* A 64-bit hash of n bytes (file names, memory keys, checksums), seeded. */
+GPAR__HIDDEN uint64_t gpar__khash(const void *p, size_t n, uint64_t seed);
+/* The entry for key (keylen bytes) in dir: GPAR_OK with *payload (malloc'ed, *len bytes) when
+ * the file exists and holds exactly this key and a payload that matches its checksum; else a
+ * status (GPAR_ENODEV: no entry; GPAR_EBACKEND: a corrupt or stale one, said in the message). */
+GPAR__HIDDEN int gpar__kdisk_load(const char *dir, const char *key, size_t keylen, void **payload, size_t *len);
+/* Store payload under key in dir (creating dir): a temporary file renamed over the entry, so
+ * readers see an old entry or the whole new one. Best effort: a failure is logged, not returned. */
+GPAR__HIDDEN void gpar__kdisk_store(const char *dir, const char *key, size_t keylen, const void *payload, size_t len);
+
+/* ---- kernel.c ---- */
+
+/* The kernel a handle names, with a table reference (gpar__kernel_put), or NULL (GPAR_EINVAL
+ * message naming fn). */
+GPAR__HIDDEN gpar__kernel *gpar__kernel_get(gpar_kernel h, const char *fn);
+GPAR__HIDDEN void gpar__kernel_put(gpar__kernel *k);
+/* Object references (ops): the last unref frees the kernel. */
+GPAR__HIDDEN void gpar__kernel_ref(gpar__kernel *k);
+GPAR__HIDDEN void gpar__kernel_unref(gpar__kernel *k);
+/* The device a public call names (GPAR_HOST: the CPU), or NULL with GPAR_ENODEV's message. */
+GPAR__HIDDEN gpar__device *gpar__kernel_device(gpar_engine *eng, int dev, const char *fn);
+/* Free a kernel that was never published (gpar_kernel_create's failure). */
+GPAR__HIDDEN void gpar__kernel_discard(gpar__kernel *k);
+/* Add k to the table of live kernels: GPAR_OK with its handle in *out. */
+GPAR__HIDDEN int gpar__kernel_publish(gpar__kernel *k, gpar_kernel *out);
+/* Take k's handle out of the table (NULL when another release did); then recycle its slot. */
+GPAR__HIDDEN gpar__kernel *gpar__kernel_kill(gpar__kernel *k);
+GPAR__HIDDEN void gpar__kernel_recycle(gpar__kernel *k);
+/* Drop the handle reference of every kernel of eng (gpar__kernel_shutdown). */
+GPAR__HIDDEN void gpar__kernel_drain(gpar_engine *eng);
+
+/* ---- kind.c ---- */
+
+/* The op kind of kernel name's launches, interned in ks (NULL without memory). */
+GPAR__HIDDEN const gpar__op_kind *gpar__klaunch_kind(gpar__kstate *ks, const char *name);
+/* Free ks's kinds (gpar__kstate_free). */
+GPAR__HIDDEN void gpar__klaunch_kinds_free(gpar__kstate *ks);
+
 /* ---- build.c ---- */
 
 /* k's build on dev, building it in the calling thread when it has none (memory cache, disk
@@ -134,23 +182,10 @@ GPAR__HIDDEN int gpar__kernel_target(gpar__kstate *ks, gpar__device *dev, char *
 /* Free the builds (unloading their modules) and the kinds (gpar__kernel_shutdown). */
 GPAR__HIDDEN void gpar__kstate_free(gpar_engine *eng);
 
-/* ---- disk.c ---- */
+/* ---- calls.c ---- */
 
-/* A 64-bit hash of n bytes (file names, memory keys, checksums), seeded. */
-GPAR__HIDDEN uint64_t gpar__khash(const void *p, size_t n, uint64_t seed);
-/* The entry for key (keylen bytes) in dir: GPAR_OK with *payload (malloc'ed, *len bytes) when
- * the file exists and holds exactly this key and a payload that matches its checksum; else a
- * status (GPAR_ENODEV: no entry; GPAR_EBACKEND: a corrupt or stale one, said in the message). */
-GPAR__HIDDEN int gpar__kdisk_load(const char *dir, const char *key, size_t keylen, void **payload, size_t *len);
-/* Store payload under key in dir (creating dir): a temporary file renamed over the entry, so
- * readers see an old entry or the whole new one. Best effort: a failure is logged, not returned. */
-GPAR__HIDDEN void gpar__kdisk_store(const char *dir, const char *key, size_t keylen, const void *payload, size_t len);
-
-/* ---- launch.c ---- */
-
-/* The op kind of kernel name's launches, interned in ks (NULL without memory). */
-GPAR__HIDDEN const gpar__op_kind *gpar__klaunch_kind(gpar__kstate *ks, const char *name);
-/* Free ks's kinds (gpar__kstate_free). */
-GPAR__HIDDEN void gpar__klaunch_kinds_free(gpar__kstate *ks);
+/* Free every kernel of eng and its kernel state (gpar_shutdown: after the drain, the graphs and
+ * the trace; nothing in flight, no call inside). */
+GPAR__HIDDEN void gpar__kernel_shutdown(gpar_engine *eng);
 
 #endif

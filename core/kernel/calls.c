@@ -1,0 +1,223 @@
+/* calls.c: the public calls that make, release, build and describe kernels: gpar_kernel_create,
+ * _release, _build, _info, _log, _source and gpar_kernel_support; gpar__kernel_shutdown for
+ * gpar_shutdown. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernel/kernel.h"
+
+/* ---------------------------------------------------------------- create, release */
+
+/* A kernel object from checked texts (eng entered); NULL without memory. */
+static gpar__kernel *kernel_new(gpar_engine *eng, const char *const txt[4]) {
+  size_t len[4], total = 0;
+  for (int i = 0; i < 4; i++) total += (len[i] = strlen(txt[i])) + 1;
+  gpar__kstate *ks = gpar__kstate_get(eng);
+  gpar__kernel *k = ks ? calloc(1, sizeof *k + sizeof k->built[0] * (size_t)eng->ndev) : NULL;
+  if (!k) return NULL;
+  k->text = malloc(total);
+  k->sig = strdup(txt[1]);
+  k->kind = gpar__klaunch_kind(ks, txt[0]);
+  if (!k->text || !k->sig || !k->kind) {
+    free(k->text);
+    free(k->sig);
+    free(k);
+    return NULL;
+  }
+  char *p = k->text, *at[4];
+  for (int i = 0; i < 4; i++) {
+    memcpy(at[i] = p, txt[i], len[i] + 1);
+    p += len[i] + 1;
+  }
+  k->text_len = total;
+  k->def = (gpar__kernel_def){.name = at[0], .body = at[2], .preamble = at[3], .common = gpar__kernel_common};
+  k->def.uses_group_memory = gpar__kuses_group_memory(at[2]) || gpar__kuses_group_memory(at[3]);
+  k->eng = eng;
+  k->token = gpar__engine_token(eng);
+  k->ndev = eng->ndev;
+  atomic_init(&k->refs, 1);
+  return k;
+}
+
+GPAR_API int gpar_kernel_create(gpar_engine *e, const char *name, const char *params, const char *body,
+                                const char *preamble, gpar_kernel *out) {
+  static const char fn[] = "gpar_kernel_create";
+  int st;
+  if (out) out->id = 0;
+  gpar_engine *eng = gpar__engine_enter(e, &st);
+  if (!eng) return st;
+  gpar__kernel *k = NULL;
+  if (!out || !params || !body)
+    st = gpar__errorf(GPAR_EINVAL, "%s: %s is NULL", fn, !out ? "kernel" : !params ? "params" : "body");
+  else if ((st = gpar__kname_check(name, fn)) == GPAR_OK) {
+    const char *txt[4] = {name, params, body, preamble ? preamble : ""};
+    if (!(k = kernel_new(eng, txt))) st = gpar__errorf(GPAR_ENOMEM, "%s: out of host memory", fn);
+  }
+  if (k && (st = gpar__ksig_parse(k->sig, fn, &k->params, &k->def.nparams)) == GPAR_OK) {
+    k->def.params = k->params;
+    if ((st = gpar__kernel_publish(k, out)) == GPAR_OK) k = NULL;
+  }
+  if (k) gpar__kernel_discard(k); /* not handed out */
+  gpar__engine_leave(eng);
+  return st;
+}
+
+GPAR_API int gpar_kernel_release(gpar_kernel h) {
+  int st;
+  gpar__kernel *k = gpar__kernel_get(h, "gpar_kernel_release");
+  if (!k) return GPAR_EINVAL;
+  gpar_engine *eng = gpar__engine_enter(k->token, &st);
+  /* Entered first: a concurrent gpar_shutdown waits for this call before it frees kernels. */
+  gpar__kernel *mine = eng ? gpar__kernel_kill(k) : NULL;
+  gpar__kernel_put(k);
+  if (!mine) {
+    if (eng) gpar__engine_leave(eng);
+    return gpar__errorf(GPAR_EINVAL, "gpar_kernel_release: kernel %#llx is released or invalid", (unsigned long long)h.id);
+  }
+  gpar__kernel_recycle(k);
+  gpar__kernel_unref(k); /* the handle's: launches in flight keep theirs */
+  gpar__engine_leave(eng);
+  return GPAR_OK;
+}
+
+/* ---------------------------------------------------------------- build and describe */
+
+/* The kernel and device a call names, entered: GPAR_OK with *k (a table reference), *eng and
+ * *d; the caller ends with call_end. */
+static int call_begin(gpar_kernel h, int dev, const char *fn, gpar__kernel **k, gpar_engine **eng, gpar__device **d) {
+  int st;
+  if (!(*k = gpar__kernel_get(h, fn))) return GPAR_EINVAL;
+  if (!(*eng = gpar__engine_enter((*k)->token, &st))) {
+    gpar__kernel_put(*k);
+    return st;
+  }
+  if (!(*d = gpar__kernel_device(*eng, dev, fn))) {
+    gpar__engine_leave(*eng);
+    gpar__kernel_put(*k);
+    return GPAR_ENODEV;
+  }
+  return GPAR_OK;
+}
+
+static void call_end(gpar__kernel *k, gpar_engine *eng) {
+  gpar__engine_leave(eng);
+  gpar__kernel_put(k);
+}
+
+GPAR_API int gpar_kernel_build(gpar_kernel h, int dev) {
+  gpar__kernel *k;
+  gpar_engine *eng;
+  gpar__device *d;
+  gpar__kentry *e;
+  int st = call_begin(h, dev, "gpar_kernel_build", &k, &eng, &d);
+  if (st != GPAR_OK) return st;
+  st = gpar__kernel_build_on(k, d, &e);
+  call_end(k, eng);
+  return st;
+}
+
+GPAR_API int gpar_kernel_info(gpar_kernel h, int dev, gpar_kernel_props *props) {
+  gpar__kernel *k;
+  gpar_engine *eng;
+  gpar__device *d;
+  gpar__kentry *e;
+  if (!props) return gpar__errorf(GPAR_EINVAL, "gpar_kernel_info: props is NULL");
+  memset(props, 0, sizeof *props);
+  int st = call_begin(h, dev, "gpar_kernel_info", &k, &eng, &d);
+  if (st != GPAR_OK) return st;
+  if ((st = gpar__kernel_build_on(k, d, &e)) == GPAR_OK) {
+    props->max_group_size = e->lim.max_group_size;
+    memcpy(props->max_group_dims, e->lim.max_group_dims, sizeof props->max_group_dims);
+    memcpy(props->max_groups, e->lim.max_groups, sizeof props->max_groups);
+    props->group_multiple = e->lim.multiple;
+    int hit = atomic_load(&k->built[d->index].hit);
+    props->origin = hit ? GPAR_KERNEL_MEMORY_HIT : e->origin;
+    props->build_seconds = hit ? 0 : e->seconds;
+    st = gpar__kernel_target(gpar__kstate_get(eng), d, props->target, sizeof props->target);
+  }
+  call_end(k, eng);
+  return st;
+}
+
+/* Copy s into buf as snprintf would; the full length into *len. */
+static void copy_out(const char *s, char *buf, size_t cap, size_t *len) {
+  size_t n = strlen(s);
+  if (len) *len = n;
+  if (buf && cap) {
+    size_t c = n < cap - 1 ? n : cap - 1;
+    memcpy(buf, s, c);
+    buf[c] = 0;
+  }
+}
+
+GPAR_API int gpar_kernel_log(gpar_kernel h, int dev, char *buf, size_t cap, size_t *len) {
+  gpar__kernel *k;
+  gpar_engine *eng;
+  gpar__device *d;
+  int st = call_begin(h, dev, "gpar_kernel_log", &k, &eng, &d);
+  if (st != GPAR_OK) return st;
+  gpar__kentry *e = atomic_load_explicit(&k->built[d->index].e, memory_order_acquire);
+  copy_out(e && e->log && !atomic_load(&k->built[d->index].hit) ? e->log : "", buf, cap, len);
+  call_end(k, eng);
+  return GPAR_OK;
+}
+
+/* src with each line prefixed by its number ("%5d  "), malloc'ed. */
+static char *numbered(const char *src) {
+  char *out = NULL;
+  size_t n = 0;
+  FILE *f = open_memstream(&out, &n);
+  if (!f) return NULL;
+  int line = 1;
+  for (const char *p = src; *p; line++) {
+    const char *nl = strchr(p, '\n');
+    size_t l = nl ? (size_t)(nl - p) : strlen(p);
+    fprintf(f, "%5d  %.*s\n", line, (int)l, p);
+    p += l + (nl != NULL);
+  }
+  return fclose(f) == 0 ? out : (free(out), NULL);
+}
+
+GPAR_API int gpar_kernel_source(gpar_kernel h, int dev, char *buf, size_t cap, size_t *len) {
+  gpar__kernel *k;
+  gpar_engine *eng;
+  gpar__device *d;
+  int st = call_begin(h, dev, "gpar_kernel_source", &k, &eng, &d);
+  if (st != GPAR_OK) return st;
+  char opts[1024], *src = NULL, *num = NULL;
+  if (!d->ops->kernel_source)
+    st = gpar__errorf(GPAR_ENOTSUP, "gpar_kernel_source: the %s backend builds no kernels", d->ops->name);
+  else if ((st = d->ops->kernel_source(d->bdev, &k->def, &src, opts, sizeof opts)) == GPAR_OK && !(num = numbered(src)))
+    st = gpar__errorf(GPAR_ENOMEM, "gpar_kernel_source: out of host memory");
+  if (st == GPAR_OK) copy_out(num, buf, cap, len);
+  free(src);
+  free(num);
+  call_end(k, eng);
+  return st;
+}
+
+GPAR_API int gpar_kernel_support(gpar_engine *e, int dev, char *buf, size_t cap) {
+  int st;
+  gpar_engine *eng = gpar__engine_enter(e, &st);
+  if (!eng) return st;
+  char words[512];
+  gpar__device *d = gpar__kernel_device(eng, dev, "gpar_kernel_support");
+  gpar__kstate *ks = d ? gpar__kstate_get(eng) : NULL;
+  if (!d)
+    st = GPAR_ENODEV;
+  else if (!ks)
+    st = gpar__errorf(GPAR_ENOMEM, "gpar_kernel_support: out of host memory");
+  else
+    st = gpar__kernel_target(ks, d, words, sizeof words);
+  if (ks) copy_out(words, buf, cap, NULL);
+  gpar__engine_leave(eng);
+  return st;
+}
+
+/* ---------------------------------------------------------------- shutdown */
+
+void gpar__kernel_shutdown(gpar_engine *eng) {
+  gpar__kernel_drain(eng);
+  gpar__kstate_free(eng);
+}
