@@ -1,6 +1,6 @@
 #!/bin/sh
 # tests/layers.sh SRCDIR BUILDDIR: the layers of core/ hold (TAP). Layers, bottom first:
-#   0 base       core/backend.h (with core/backend_blas.h), core/error.c, core/clock.c,
+#   0 base       core/backend.h (with backend_blas.h, backend_kernel.h), core/error.c, core/clock.c,
 #                core/dtype.c, and the backends (backends/*)
 #   1 engine     core/engine/
 #   2 api        core/api/
@@ -29,7 +29,8 @@ notok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; }
 # Rank of a source path or of an include name as written in core/ (e.g. "engine/engine.h").
 rank_of() {
   case $1 in
-  core/backend.h | core/backend_blas.h | core/error.c | core/clock.c | core/dtype.c | backend.h | backend_blas.h | \
+  core/backend.h | core/backend_blas.h | core/backend_kernel.h | core/error.c | core/clock.c | core/dtype.c | \
+    backend.h | backend_blas.h | backend_kernel.h | \
     backends/*) echo 0 ;;
   core/engine/* | engine/*) echo 1 ;;
   core/api/* | api/*) echo 2 ;;
@@ -54,7 +55,8 @@ may_use() {
 # 1. includes
 bad=""
 cd "$src" || exit 1
-for f in core/backend.h core/backend_blas.h core/error.c core/clock.c core/dtype.c core/*/*.c core/*/*.h; do
+for f in core/backend.h core/backend_blas.h core/backend_kernel.h core/error.c core/clock.c core/dtype.c \
+  core/*/*.c core/*/*.h; do
   [ -f "$f" ] || continue
   me=$(rank_of "$f")
   for inc in $(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$f"); do
