@@ -42,11 +42,18 @@ static int submit_all(gpar_engine *eng, int dev, gpar_buffer src, gpar_buffer ds
   return st;
 }
 
-/* A wait on the copy's output (late = 0), or on a consumer of it on another lane of the same
- * device linked once the copy was dispatched (late = 1), ends while the chain still runs. */
-static void run_case(gpar_engine *eng, int dev, const char *name, int late) {
+/* The cases: a wait on a device-to-host copy; a consumer of it linked once it was dispatched
+ * (host-to-device, on the device's h2d lane: an event edge on CUDA, a wait for retirement on
+ * OpenCL, whose h2d copies read host memory at enqueue); a consumer linked once a
+ * device-to-device copy was dispatched (device-to-host: an event edge on every event backend). */
+enum { WAIT_D2H, LATE_H2D, LATE_D2H };
+
+/* The case's wait ends while the chain still runs. */
+static void run_case(gpar_engine *eng, int dev, const char *name, int mode) {
+  static const char *what[] = {"a wait on a device-to-host copy", "a host-to-device consumer linked after its dispatch",
+                               "a device-to-host consumer of a device copy linked after its dispatch"};
   gpar_buffer src = tu_buffer(eng, dev, 4096), cbuf = tu_buffer(eng, dev, 64), back = tu_buffer(eng, dev, 4096);
-  gpar_buffer dst = tu_buffer(eng, GPAR_HOST, 4096);
+  gpar_buffer dst = tu_buffer(eng, mode == LATE_D2H ? dev : GPAR_HOST, 4096), host = tu_buffer(eng, GPAR_HOST, 4096);
   unsigned char h[4096];
   gpar_fill(src, 0, 4096, 0x5a);
   gpar_fill(back, 0, 4096, 0);
@@ -57,10 +64,10 @@ static void run_case(gpar_engine *eng, int dev, const char *name, int late) {
   int st = submit_all(eng, dev, src, dst, cbuf), lst = GPAR_OK;
   atomic_store(&go, 1);
   gpar_buffer waited = dst;
-  if (late) { /* the copy was dispatched just before the chain's first op */
+  if (mode != WAIT_D2H) { /* the copy was dispatched just before the chain's first op */
     while (atomic_load(&ran) == 0) tu_sleep_us(100);
-    lst = gpar_copy(back, 0, dst, 0, 4096); /* host-to-device: the device's h2d lane */
-    waited = back;
+    waited = mode == LATE_H2D ? back : host;
+    lst = gpar_copy(waited, 0, dst, 0, 4096);
   }
   int ws = gpar_wait(waited);
   int at = atomic_load(&ran);
@@ -70,10 +77,9 @@ static void run_case(gpar_engine *eng, int dev, const char *name, int late) {
   ok(st == GPAR_OK && lst == GPAR_OK && ws == GPAR_OK && wa == GPAR_OK && rs == GPAR_OK &&
          tu_all_bytes(h, sizeof h, 0x5a) && at < N_CHAIN,
      "%s: %s ends while the compute lane's chain runs (it ended after %d of %d chain ops; wait %s, data %s)", name,
-     late ? "a consumer of the copy linked after its dispatch" : "a wait on a device-to-host copy", at, N_CHAIN,
-     gpar_status_name(ws), rs == GPAR_OK && tu_all_bytes(h, sizeof h, 0x5a) ? "right" : "wrong");
-  gpar_buffer all[4] = {src, cbuf, back, dst};
-  for (int i = 0; i < 4; i++) gpar_buffer_release(all[i]);
+     what[mode], at, N_CHAIN, gpar_status_name(ws), rs == GPAR_OK && tu_all_bytes(h, sizeof h, 0x5a) ? "right" : "wrong");
+  gpar_buffer all[5] = {src, cbuf, back, dst, host};
+  for (int i = 0; i < 5; i++) gpar_buffer_release(all[i]);
 }
 
 int main(void) {
@@ -85,8 +91,7 @@ int main(void) {
     if (tu_device_info(eng, d, &p) != GPAR_OK || p.backend_id == GPAR_BACKEND_HOST) continue;
     char name[320];
     snprintf(name, sizeof name, "device %d (%s %s)", d, p.backend, p.name);
-    run_case(eng, d, name, 0);
-    run_case(eng, d, name, 1);
+    for (int mode = WAIT_D2H; mode <= LATE_D2H; mode++) run_case(eng, d, name, mode);
     tested++;
   }
   gpar_shutdown(eng);

@@ -147,8 +147,8 @@ static void close_run(gpar__device *dev, lane_run *r, gpar__op ***local_tail) {
 }
 
 /* The dispatcher: ops from the ready queue, one at a time; a consumer an op releases on this
- * device is dispatched next, ahead of the rest (so GEMM i's copy goes out right after GEMM i,
- * not after every queued GEMM, and a copy-bound pipeline's copy lane starts as early as it
+ * device is dispatched soon, ahead of the backlog (so GEMM i's copy goes out right after GEMM
+ * i, not after every queued GEMM, and a copy-bound pipeline's copy lane starts as early as it
  * can). Events are recorded only where needed: after an op that a consumer on another lane or
  * device waits on, after every GPAR__DISPATCH_GROUP-th op of a lane, after a lane's last op once
  * GPAR__DISPATCH_GROUP ops (of any lane) were dispatched since its run opened, and after every
@@ -157,20 +157,62 @@ static void close_run(gpar__device *dev, lane_run *r, gpar__op ***local_tail) {
  * records one event per group of ops, and the completion thread polls one event per group;
  * and every op dispatched reaches the completion thread within GPAR__DISPATCH_GROUP dispatched
  * ops, whatever the other lanes do: a copy behind a busy compute lane, its waiters and the
- * consumers linked after its dispatch never wait for the device to run out of work; nor do
- * the ops in the ready queue while the consumers released on this device come first. */
+ * consumers linked after its dispatch never wait for the device to run out of work.
+ *
+ * Nor does an op wait unboundedly to be dispatched. The released consumers form one FIFO (a
+ * chain's next op queues behind a copy released before it, never ahead), the backlog another
+ * (ops from the ready queue, oldest first). Released consumers go first, but every
+ * GPAR__DISPATCH_GROUP dispatched ops the ready queue is looked at and, when both lists hold
+ * ops, the backlog's GPAR__DISPATCH_GROUP oldest go next. */
 #define GPAR__DISPATCH_GROUP 8
 #define GPAR__DISPATCH_BATCH 256 /* ops taken from the ready queue at once */
 
-/* What waits in the ready queue, put ahead of todo: the consumers a dispatcher releases on its
- * own device go first (todo), but never keep the queued ops waiting for more than
- * GPAR__DISPATCH_GROUP dispatched ops. */
-static gpar__op *take_queued(gpar__device *dev, gpar__op *todo) {
-  gpar__op *fresh = gpar__queue_take(dev->ready, GPAR__DISPATCH_BATCH), *last = fresh;
-  if (!fresh) return todo;
-  while (last->next) last = last->next;
-  last->next = todo;
-  return fresh;
+/* A FIFO of ops linked through next. */
+typedef struct op_fifo {
+  gpar__op *head, **tail;
+} op_fifo;
+
+static void fifo_init(op_fifo *f) {
+  f->head = NULL;
+  f->tail = &f->head;
+}
+
+/* Append a list (linked through next, NULL-terminated). */
+static void fifo_append(op_fifo *f, gpar__op *list) {
+  if (!list) return;
+  *f->tail = list;
+  while (*f->tail) f->tail = &(*f->tail)->next;
+}
+
+static gpar__op *fifo_pop(op_fifo *f) {
+  gpar__op *op = f->head;
+  if (!op) return NULL;
+  if (!(f->head = op->next)) f->tail = &f->head;
+  op->next = NULL;
+  return op;
+}
+
+/* What a dispatcher holds: the released consumers, and the backlog with its due turns. */
+typedef struct dispatch_todo {
+  op_fifo released, backlog;
+  int due; /* backlog ops to dispatch before the released ones go first again */
+} dispatch_todo;
+
+static gpar__op *next_op(dispatch_todo *t) {
+  if (t->due > 0 && t->backlog.head) {
+    t->due--;
+    return fifo_pop(&t->backlog);
+  }
+  t->due = 0;
+  gpar__op *op = fifo_pop(&t->released);
+  return op ? op : fifo_pop(&t->backlog);
+}
+
+/* Every GPAR__DISPATCH_GROUP dispatched ops: what waits in the ready queue joins the backlog,
+ * and the backlog's turn comes when released consumers compete with it. */
+static void look_at_queue(gpar__device *dev, dispatch_todo *t) {
+  fifo_append(&t->backlog, gpar__queue_take(dev->ready, GPAR__DISPATCH_BATCH));
+  if (t->backlog.head && t->released.head) t->due = GPAR__DISPATCH_GROUP;
 }
 
 /* Close the runs of the other lanes that opened GPAR__DISPATCH_GROUP dispatched ops ago. */
@@ -181,26 +223,41 @@ static void close_old_runs(gpar__device *dev, lane_run *run, int lane, unsigned 
       close_run(dev, &run[l], local_tail);
 }
 
+/* Out of work: close every run (their consumers on this device are released), else wait for
+ * the ready queue. 0 when the queue is stopped and empty. */
+static int refill(gpar__device *dev, lane_run *run, dispatch_todo *t) {
+  gpar__op *got = gpar__queue_take(dev->ready, GPAR__DISPATCH_BATCH);
+  if (!got) {
+    gpar__op *local = NULL, **local_tail = &local;
+    for (int l = 0; l < GPAR__NLANES; l++) close_run(dev, &run[l], &local_tail);
+    fifo_append(&t->released, local);
+    if (local) return 1;
+    if (!(got = gpar__queue_pop(dev->ready, GPAR__DISPATCH_BATCH))) return 0;
+  }
+  fifo_append(&t->backlog, got);
+  return 1;
+}
+
 static void *gpu_dispatcher(void *arg) {
   gpar__device *dev = arg;
   gpar__in_op = 1;
   if (dev->ops->bind_thread) dev->ops->bind_thread(dev->bdev);
   lane_run run[GPAR__NLANES] = {{0}};
-  gpar__op *todo = NULL;
+  dispatch_todo t = {.due = 0};
+  fifo_init(&t.released);
+  fifo_init(&t.backlog);
   unsigned long dispatched = 0, looked = 0; /* ops dispatched; when the queue was last looked at */
   for (;;) {
-    if (!todo && !(todo = gpar__queue_take(dev->ready, GPAR__DISPATCH_BATCH))) {
-      gpar__op *local = NULL, **local_tail = &local; /* out of work: close every run */
-      for (int l = 0; l < GPAR__NLANES; l++) close_run(dev, &run[l], &local_tail);
-      if (!(todo = local) && !(todo = gpar__queue_pop(dev->ready, GPAR__DISPATCH_BATCH))) break;
-      looked = dispatched;
-    } else if (dispatched - looked >= GPAR__DISPATCH_GROUP) {
-      todo = take_queued(dev, todo); /* released consumers must not keep the queue waiting */
+    if (dispatched - looked >= GPAR__DISPATCH_GROUP) {
+      look_at_queue(dev, &t);
       looked = dispatched;
     }
-    gpar__op *op = todo;
-    todo = op->next;
-    op->next = NULL;
+    gpar__op *op = next_op(&t);
+    if (!op) {
+      if (!refill(dev, run, &t)) break;
+      looked = dispatched;
+      continue;
+    }
     int lane = op->lane; /* op is not ours to read once its run is closed (it may have retired) */
     lane_run *r = &run[lane];
     int need = needs_own_event(dev, op) || r->n + 1 >= GPAR__DISPATCH_GROUP;
@@ -216,12 +273,12 @@ static void *gpu_dispatcher(void *arg) {
     if (need)
       close_run(dev, r, &local_tail);
     else
-      gpar__op_release_lane(op, dev, &local_tail); /* consumers on this lane follow at once */
+      gpar__op_release_lane(op, dev, &local_tail); /* consumers on this lane follow soon */
     close_old_runs(dev, run, lane, dispatched, &local_tail);
-    *local_tail = todo;
-    todo = local;
+    fifo_append(&t.released, local);
   }
   for (int l = 0; l < GPAR__NLANES; l++) assert(!run[l].head);
+  assert(!t.released.head && !t.backlog.head);
   gpar__op_cache_flush(dev->eng);
   return NULL;
 }
