@@ -51,6 +51,8 @@ typedef struct gpar__copy_args {
 #include "backend_blas.h"
 /* Kernels' and array ops' arguments (backend_kernel.h). */
 #include "backend_kernel.h"
+/* f32 <-> f16 / bf16 conversions (backend_dtype.h). */
+#include "backend_dtype.h"
 
 /* A reduction on the CPU (collectives staged through host memory): dst[0] = src[0] op src[1]
  * op ... (count elements of type dtype, elem_size bytes each, op a gpar_redop), then dst[1..] =

@@ -1,6 +1,6 @@
 #!/bin/sh
 # tests/layers.sh SRCDIR BUILDDIR: the layers of core/ hold (TAP). Layers, bottom first:
-#   0 base       core/backend.h (with backend_blas.h, backend_kernel.h), core/error.c, core/clock.c,
+#   0 base       core/backend.h (with backend_blas.h, backend_kernel.h, backend_dtype.h), core/error.c, core/clock.c,
 #                core/dtype.c, and the backends (backends/*)
 #   1 engine     core/engine/
 #   2 api        core/api/
@@ -29,8 +29,8 @@ notok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; }
 # Rank of a source path or of an include name as written in core/ (e.g. "engine/engine.h").
 rank_of() {
   case $1 in
-  core/backend.h | core/backend_blas.h | core/backend_kernel.h | core/error.c | core/clock.c | core/dtype.c | \
-    backend.h | backend_blas.h | backend_kernel.h | \
+  core/backend.h | core/backend_blas.h | core/backend_kernel.h | core/backend_dtype.h | core/error.c | core/clock.c | core/dtype.c | \
+    backend.h | backend_blas.h | backend_kernel.h | backend_dtype.h | \
     backends/*) echo 0 ;;
   core/engine/* | engine/*) echo 1 ;;
   core/api/* | api/*) echo 2 ;;
@@ -55,7 +55,7 @@ may_use() {
 # 1. includes
 bad=""
 cd "$src" || exit 1
-for f in core/backend.h core/backend_blas.h core/backend_kernel.h core/error.c core/clock.c core/dtype.c \
+for f in core/backend.h core/backend_blas.h core/backend_kernel.h core/backend_dtype.h core/error.c core/clock.c core/dtype.c \
   core/*/*.c core/*/*.h; do
   [ -f "$f" ] || continue
   me=$(rank_of "$f")
