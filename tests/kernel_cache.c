@@ -1,6 +1,6 @@
 /* kernel_cache.c: where builds come from. The engine's memory cache (another kernel object with
  * the same text is a memory hit; another preamble is not), the disk cache across engines (a disk
- * hit), no disk cache (gpar_config.kernel_cache_dir ""), entries that must not be trusted (a
+ * hit), no disk cache (gpar_config.kernel_cache_dir ""), each device's own first build, entries that must not be trusted (a
  * flipped payload byte, a truncated file, a bad header, a stale entry holding another build's key
  * under this key's name, a payload that matches its checksum but does not load): each is
  * rebuilt from source and replaced, so the next engine hits the disk again. Several processes
@@ -89,6 +89,23 @@ static void test_memory_and_disk(const char *dir) {
   ok(build_run(off, host, "nodisk", body, "/* no disk */", &y) == GPAR_KERNEL_COMPILED,
      "no disk cache: a new engine compiles again");
   gpar_shutdown(off);
+}
+
+/* Every device compiles a kernel that no other device has built, last device first and with no
+ * disk cache, so no build comes from another: PoCL 3.1 files the second of two alike devices'
+ * build under the first (backends/opencl/opencl_kernel.c builds such a one again alone). */
+static void test_each_device(void) {
+  gpar_engine *e = engine_with("", 0);
+  int n = gpar_device_count(e);
+  for (int dev = n - 1; dev >= 0; dev--) {
+    char pre[64];
+    snprintf(pre, sizeof pre, "/* first built on device %d */", dev);
+    float y = 0;
+    int origin = build_run(e, dev, "each", body, pre, &y);
+    ok(origin == GPAR_KERNEL_COMPILED && y == 7, "device %d of %d, first to build its text: compiled, runs (y = %g)", dev,
+       n, y);
+  }
+  gpar_shutdown(e);
 }
 
 /* ---------------------------------------------------------------- entries not to trust */
@@ -305,6 +322,7 @@ int main(int argc, char **argv) {
   host = gpar_device_find(e, GPAR_BACKEND_HOST, -1, 0);
   gpar_shutdown(e);
   if (tu_want(argc, argv, "hits")) test_memory_and_disk(dir);
+  if (tu_want(argc, argv, "each")) test_each_device();
   if (tu_want(argc, argv, "untrusted")) test_untrusted(dir);
   if (tu_want(argc, argv, "processes")) test_processes(argv[0], dir);
   if (tu_want(argc, argv, "environment")) test_environment();

@@ -150,10 +150,13 @@ static char *build_log(cl_program prog, cl_device_id id) {
   return log;
 }
 
-/* The binary of a program built for device id (malloc'ed). The program belongs to the context's
- * every device, so CL_PROGRAM_BINARY_SIZES and CL_PROGRAM_BINARIES take one entry per device of
+/* The binary of a program built for device id (malloc'ed; NULL and length 0 when the program
+ * holds none for id). The program belongs to its context's every device, so
+ * CL_PROGRAM_BINARY_SIZES and CL_PROGRAM_BINARIES take one entry per device of
  * CL_PROGRAM_DEVICES (PoCL 5 refuses a one-entry buffer with CL_INVALID_VALUE when the context
- * has two devices); only id's entry was built. */
+ * has two devices). PoCL 3.1 files a build for its second of two alike devices under the first
+ * and copies it even into a NULL entry (the spec says a NULL entry is skipped): every entry with
+ * a size gets a buffer, and all but id's are freed. */
 static int program_binary(cl_program prog, cl_device_id id, void **bin, size_t *len) {
   cl_uint nd = 0;
   cl_int err = clGetProgramInfo(prog, CL_PROGRAM_NUM_DEVICES, sizeof nd, &nd, NULL);
@@ -172,28 +175,32 @@ static int program_binary(cl_program prog, cl_device_id id, void **bin, size_t *
   if (st == GPAR_OK &&
       (err = clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof *sizes * nd, sizes, NULL)) != CL_SUCCESS)
     st = gpar__cl_fail("clGetProgramInfo(CL_PROGRAM_BINARY_SIZES)", err);
-  if (st == GPAR_OK && !(bins[me] = malloc(sizes[me] ? sizes[me] : 1)))
-    st = gpar__errorf(GPAR_ENOMEM, "opencl: out of host memory");
+  for (cl_uint i = 0; st == GPAR_OK && i < nd; i++)
+    if (sizes[i] && !(bins[i] = malloc(sizes[i]))) st = gpar__errorf(GPAR_ENOMEM, "opencl: out of host memory");
   if (st == GPAR_OK && (err = clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof *bins * nd, bins, NULL)) != CL_SUCCESS)
     st = gpar__cl_fail("clGetProgramInfo(CL_PROGRAM_BINARIES)", err);
+  *bin = NULL;
+  *len = 0;
   if (st == GPAR_OK) {
     *bin = bins[me];
     *len = sizes[me];
-  } else if (bins && me < nd) {
-    free(bins[me]);
+    bins[me] = NULL;
   }
+  for (cl_uint i = 0; bins && i < nd; i++) free(bins[i]);
   free(ids);
   free(sizes);
   free(bins);
   return st;
 }
 
-int gpar__cl_kernel_compile(gpar__bdev *dev, const char *src, const char *opts, void **bin, size_t *len, char **log) {
+/* Builds src for device id in context ctx and takes its binary (see program_binary). */
+static int build_in(cl_context ctx, cl_device_id id, const char *src, const char *opts, void **bin, size_t *len,
+                    char **log) {
   cl_int err = CL_SUCCESS;
-  cl_program prog = clCreateProgramWithSource(dev->ctx, 1, &src, NULL, &err);
+  cl_program prog = clCreateProgramWithSource(ctx, 1, &src, NULL, &err);
   if (!prog || err != CL_SUCCESS) return gpar__cl_fail("clCreateProgramWithSource", err);
-  err = clBuildProgram(prog, 1, &dev->d->id, opts, NULL, NULL);
-  *log = build_log(prog, dev->d->id);
+  err = clBuildProgram(prog, 1, &id, opts, NULL, NULL);
+  *log = build_log(prog, id);
   int st;
   if (err == CL_BUILD_PROGRAM_FAILURE || err == CL_COMPILE_PROGRAM_FAILURE) {
     char first[400];
@@ -202,9 +209,30 @@ int gpar__cl_kernel_compile(gpar__bdev *dev, const char *src, const char *opts, 
   } else if (err != CL_SUCCESS) {
     st = gpar__cl_fail("clBuildProgram", err);
   } else {
-    st = program_binary(prog, dev->d->id, bin, len);
+    st = program_binary(prog, id, bin, len);
   }
   clReleaseProgram(prog);
+  return st;
+}
+
+/* Builds in the device's shared context; where the platform then files no binary under the
+ * device (PoCL 3.1's second alike device), builds again in a context of that device alone, whose
+ * program has one entry. The binary loads in the shared context either way. */
+int gpar__cl_kernel_compile(gpar__bdev *dev, const char *src, const char *opts, void **bin, size_t *len, char **log) {
+  int st = build_in(dev->ctx, dev->d->id, src, opts, bin, len, log);
+  if (st != GPAR_OK || *len) return st;
+  free(*bin);
+  free(*log);
+  *log = NULL;
+  cl_platform_id plat = NULL;
+  cl_int err = clGetDeviceInfo(dev->d->id, CL_DEVICE_PLATFORM, sizeof plat, &plat, NULL);
+  if (err != CL_SUCCESS) return gpar__cl_fail("clGetDeviceInfo(CL_DEVICE_PLATFORM)", err);
+  cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)plat, 0};
+  cl_context alone = clCreateContext(props, 1, &dev->d->id, NULL, NULL, &err);
+  if (!alone || err != CL_SUCCESS) return gpar__cl_fail("clCreateContext (one device, to build)", err);
+  st = build_in(alone, dev->d->id, src, opts, bin, len, log);
+  clReleaseContext(alone);
+  if (st == GPAR_OK && !*len) st = gpar__errorf(GPAR_EBACKEND, "opencl: the build gave no binary for the device");
   return st;
 }
 
