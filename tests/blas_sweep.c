@@ -582,6 +582,7 @@ static void graphed(gpar_engine *eng, int dev, const char *bk) {
 }
 
 int main(void) {
+  setenv("GPAR_TEST_TIMEOUT", "600", 0); /* every GEMM kind on every device: minutes under ASan on 2 cores */
   gpar_engine *eng = tu_engine(0, 4, 0); /* deps() holds one CPU worker */
   int ndev = gpar_device_count(eng);
   static const int gemms[][3] = {{GPAR_FLOAT, GPAR_FLOAT, 0}, {GPAR_DOUBLE, GPAR_DOUBLE, 0}, {GPAR_HALF, GPAR_FLOAT, 1},
