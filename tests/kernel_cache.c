@@ -1,8 +1,8 @@
 /* kernel_cache.c: where builds come from. The engine's memory cache (another kernel object with
  * the same text is a memory hit; another preamble is not), the disk cache across engines (a disk
- * hit), no disk cache (gpar_config.kernel_cache_dir ""), each device's own first build, entries that must not be trusted (a
- * flipped payload byte, a truncated file, a bad header, a stale entry holding another build's key
- * under this key's name, a payload that matches its checksum but does not load): each is
+ * hit), no disk cache (gpar_config.kernel_cache_dir ""), each device's own first build, entries
+ * that must not be trusted (a flipped payload byte, a truncated file, a bad header, a stale entry
+ * holding another build's key under this key's name, a payload that matches its checksum but does not load): each is
  * rebuilt from source and replaced, so the next engine hits the disk again. Several processes
  * building the same kernel at once (this program run again as children): all succeed, no child
  * ever reads a partial entry, and what is left is one valid entry and no temporary file.
