@@ -290,7 +290,8 @@ clean-blas-bench-test:
 # kernel: portable kernels (gpar_kernel_*): conformance on every device of every backend, errors,
 # caches, the engine (dependencies, graphs, lifetimes), a CUDA device fault. Shared helpers in
 # tests/kernel_util.h.
-GPAR_KERNEL_TESTS = tests/kernel tests/kernel_errors tests/kernel_cache tests/kernel_engine tests/kernel_cuda_fault
+GPAR_KERNEL_TESTS = tests/kernel tests/kernel_errors tests/kernel_cache tests/kernel_engine tests/kernel_cuda_fault \
+  tests/kernel_host_threads
 GPAR_TAP_TESTS += $(GPAR_KERNEL_TESTS)
 tests_kernel_SOURCES = tests/kernel.c tests/kernel_util.h $(GPAR_TEST_HDRS)
 tests_kernel_LDADD = libgpar.la -lm
@@ -302,6 +303,9 @@ tests_kernel_engine_SOURCES = tests/kernel_engine.c tests/kernel_util.h $(GPAR_T
 tests_kernel_engine_LDADD = libgpar.la
 tests_kernel_cuda_fault_SOURCES = tests/kernel_cuda_fault.c tests/kernel_util.h $(GPAR_TEST_HDRS)
 tests_kernel_cuda_fault_LDADD = libgpar.la
+# fresh threads launching kernels with GPAR_HOST operands (no CUDA context current in them yet)
+tests_kernel_host_threads_SOURCES = tests/kernel_host_threads.c tests/kernel_util.h $(GPAR_TEST_HDRS)
+tests_kernel_host_threads_LDADD = libgpar.la -lpthread
 # array: the array ops (core/array/): conformance on every device against a plain reference, bad
 # input refused with nothing queued, and the training step's loss against a plain-C reference on
 # every device and split across all of them.

@@ -17,7 +17,10 @@ int gpar__cuda_enter(const struct cuda_dev *d, int *prev) {
     cur = -1;
   }
   *prev = cur;
-  if (cur == d->ordinal) return GPAR_OK;
+  /* cudaSetDevice even when cudaGetDevice already names d: in a thread that has not used CUDA
+   * yet cudaGetDevice says 0 with no context current, and calls that read the current context
+   * (cudaPointerGetAttributes' device pointer of GPAR_HOST memory) then fail. cudaSetDevice makes
+   * d's primary context current (0.08-0.11 us); the bracket is never on the hot path. */
   return gpar__cuda_check(cudaSetDevice(d->ordinal), "cudaSetDevice");
 }
 

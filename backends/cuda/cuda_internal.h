@@ -135,7 +135,8 @@ GPAR__HIDDEN int gpar__cublas_check(cublasStatus_t s, const char *what);
  *   if ((st = gpar__cuda_enter(d, &prev))) return st;
  *   ... work on d ...
  *   gpar__cuda_exit(d, prev);
- * enter makes d current (no cudaSetDevice when it already is) and remembers the previous device;
+ * enter makes d current (always through cudaSetDevice, so that its context is current in a thread
+ * that never used CUDA) and remembers the previous device;
  * on failure nothing changed and the status is returned. exit restores the previous device. */
 GPAR__HIDDEN int gpar__cuda_enter(const struct cuda_dev *d, int *prev);
 GPAR__HIDDEN void gpar__cuda_exit(const struct cuda_dev *d, int prev);
