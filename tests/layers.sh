@@ -236,5 +236,24 @@ hits=$(grep -nE 'gpar__(copy|gemm|coll|reduce)_args|GPAR__COPY_|gpar__graph|gpar
 if [ -z "$hits" ]; then ok "no engine file names an op kind (argument types, copy kinds, graphs, communicators, kernels)"
 else notok "the engine names op kinds: $(echo "$hits" | head -5 | tr '\n' ' ')"; fi
 
+# 6. tools/ in rooms (tools/README.md): every tool uses libgpar's public headers only, and the
+# hand vendor loops of tools/raw/ use nothing of libgpar but its clock and element conversions
+# (gpar_now; gpar_convert, to set up and check data) and nothing of tools/bench/, so a raw
+# figure never goes through the code it is compared with.
+cd "$src" || exit 1
+bad=$(grep -n '#include "' tools/*.c tools/bench/*.[ch] tools/raw/*.[ch] 2>/dev/null |
+  grep -vE '"(gpar\.h|gpar_mpi\.h|bench_[a-z_]+\.h|raw/raw[a-z_]*\.h|raw[a-z_]*\.h|train_mlp\.h)"')
+bad="$bad$(grep -n '#include "' tools/raw/*.[ch] 2>/dev/null | grep -E '"(bench_|raw/|train_)')"
+if [ -z "$bad" ]; then ok "tools/: public headers only; tools/raw/ includes nothing of tools/bench/"
+else notok "tools/ includes: $(echo "$bad" | head -5 | tr '\n' ' ')"; fi
+cd "$build" || exit 1
+bad=$(for o in $(find tools/raw -name '*.o' 2>/dev/null | sort); do
+  nm -u "$o" | awk -v f="$o" '$2 ~ /^gpar/ && $2 != "gpar_now" && $2 != "gpar_convert" && $2 !~ /^gpar_raw_/ {print f ":" $2}'
+done; for o in $(find tools -name '*.o' 2>/dev/null | sort); do
+  nm -u "$o" | awk -v f="$o" '$2 ~ /^gpar__/ {print f ":" $2}'
+done)
+if [ -z "$bad" ]; then ok "tools/: no internal symbol used; tools/raw/ calls only gpar_now and gpar_convert of libgpar"
+else notok "tools/ symbols: $(echo "$bad" | head -5 | tr '\n' ' ')"; fi
+
 echo "1..$n"
 [ "$fails" -eq 0 ]

@@ -7,51 +7,51 @@ bin_PROGRAMS += tools/gpar-info tools/gpar-bench
 tools_gpar_info_SOURCES = tools/gpar-info.c
 tools_gpar_info_LDADD = libgpar.la
 
-# gpar-bench links the raw vendor baselines of the backends configure found (tools/raw.h:
+# gpar-bench links the raw vendor baselines of the backends configure found (tools/raw/raw.h:
 # weak symbols, NULL when a file is not built) and OpenBLAS for the host baseline.
-# Files by layer: gpar-bench.c (main, options, the run's record) calls the subcommands
+# Rooms: tools/README.md. Files by layer: gpar-bench.c (main, options, the run's record) calls the subcommands
 # (bench_exp, bench_gemm, bench_overhead, bench_sweep, bench_report, bench_comm), which call the
 # shared helpers below them (bench_devices, bench_json, bench_meta, bench_chart, bench_trace,
 # bench_common) and the raw loops (raw_*.c); nothing calls back up into gpar-bench.c.
-tools_gpar_bench_SOURCES = tools/gpar-bench.c \
-	tools/bench_exp.c tools/bench_gemm.c tools/bench_overhead.c tools/bench_kernel.c tools/bench_sweep.c \
-	tools/bench_report.c tools/bench_comm.c tools/bench_blas.c \
-	tools/bench_devices.c tools/bench_json.c tools/bench_meta.c tools/bench_chart.c \
-	tools/bench_trace.c tools/bench_common.c tools/bench_common.h \
-	tools/raw.h tools/raw_host.c tools/raw_nccl.h tools/raw_blas.h tools/raw_blas_host.c tools/raw_kernel.h \
-	tools/raw_kernel_host.c tools/bench_array.c tools/bench_train.c tools/raw_array.h tools/raw_array_host.c \
+tools_gpar_bench_SOURCES = tools/bench/gpar-bench.c \
+	tools/bench/bench_exp.c tools/bench/bench_gemm.c tools/bench/bench_overhead.c tools/bench/bench_kernel.c tools/bench/bench_sweep.c \
+	tools/bench/bench_report.c tools/bench/bench_comm.c tools/bench/bench_blas.c \
+	tools/bench/bench_devices.c tools/bench/bench_json.c tools/bench/bench_meta.c tools/bench/bench_chart.c \
+	tools/bench/bench_trace.c tools/bench/bench_common.c tools/bench/bench_common.h \
+	tools/raw/raw.h tools/raw/raw_host.c tools/raw/raw_nccl.h tools/raw/raw_blas.h tools/raw/raw_blas_host.c tools/raw/raw_kernel.h \
+	tools/raw/raw_kernel_host.c tools/bench/bench_array.c tools/bench/bench_train.c tools/raw/raw_array.h tools/raw/raw_array_host.c \
 	$(GPAR_TRAIN_SOURCES)
 TOOLS_RAW_CPPFLAGS = -I$(top_srcdir)/examples
 TOOLS_RAW_LIBS =
 if HAVE_CUDA
-tools_gpar_bench_SOURCES += tools/raw_cuda.c tools/raw_blas_cuda.c
+tools_gpar_bench_SOURCES += tools/raw/raw_cuda.c tools/raw/raw_blas_cuda.c
 TOOLS_RAW_CPPFLAGS += $(CUDA_CPPFLAGS)
 TOOLS_RAW_LIBS += $(CUDA_LDFLAGS) $(CUDA_LIBS)
 endif
 # The hand-written CUDA kernel loops (gpar-bench kernel, array) link NVRTC (libgpar itself only
 # loads it at run time).
 if HAVE_NVRTC_LINK
-tools_gpar_bench_SOURCES += tools/raw_kernel_cuda.c tools/raw_array_cuda.c
+tools_gpar_bench_SOURCES += tools/raw/raw_kernel_cuda.c tools/raw/raw_array_cuda.c
 TOOLS_RAW_LIBS += -lnvrtc
 endif
 if HAVE_NCCL
-tools_gpar_bench_SOURCES += tools/raw_nccl.c
+tools_gpar_bench_SOURCES += tools/raw/raw_nccl.c
 TOOLS_RAW_CPPFLAGS += $(NCCL_CPPFLAGS)
 TOOLS_RAW_LIBS += $(NCCL_LDFLAGS) $(NCCL_LIBS)
 endif
 if HAVE_OPENCL
-tools_gpar_bench_SOURCES += tools/raw_opencl.c tools/raw_blas_opencl.c tools/raw_kernel_opencl.c tools/raw_array_opencl.c
+tools_gpar_bench_SOURCES += tools/raw/raw_opencl.c tools/raw/raw_blas_opencl.c tools/raw/raw_kernel_opencl.c tools/raw/raw_array_opencl.c
 TOOLS_RAW_CPPFLAGS += $(OPENCL_CFLAGS) -DCL_TARGET_OPENCL_VERSION=120
 TOOLS_RAW_LIBS += $(OPENCL_LIBS)
 endif
-EXTRA_DIST += tools/raw_cuda.c tools/raw_opencl.c tools/raw_nccl.c tools/raw_blas_cuda.c tools/raw_blas_opencl.c \
-	tools/raw_kernel_cuda.c tools/raw_kernel_opencl.c tools/raw_array_cuda.c tools/raw_array_opencl.c
+EXTRA_DIST += tools/raw/raw_cuda.c tools/raw/raw_opencl.c tools/raw/raw_nccl.c tools/raw/raw_blas_cuda.c tools/raw/raw_blas_opencl.c \
+	tools/raw/raw_kernel_cuda.c tools/raw/raw_kernel_opencl.c tools/raw/raw_array_cuda.c tools/raw/raw_array_opencl.c
 # `gpar-bench report` reads JSON with jansson; without it the subcommand says it was not built.
 if HAVE_JANSSON
 TOOLS_RAW_CPPFLAGS += -DGPAR_HAVE_JANSSON=1 $(JANSSON_CFLAGS)
 TOOLS_RAW_LIBS += $(JANSSON_LIBS)
 endif
-tools_gpar_bench_CPPFLAGS = $(AM_CPPFLAGS) -Itools $(OPENBLAS_CFLAGS) $(TOOLS_RAW_CPPFLAGS)
+tools_gpar_bench_CPPFLAGS = $(AM_CPPFLAGS) -Itools -I$(top_srcdir)/tools $(OPENBLAS_CFLAGS) $(TOOLS_RAW_CPPFLAGS)
 tools_gpar_bench_LDADD = libgpar.la $(TOOLS_RAW_LIBS) $(OPENBLAS_LIBS) -lm
 
 # The commit that benchmark records carry: in a tarball the .tarball-version that `make dist`
@@ -83,7 +83,7 @@ EXTRA_DIST += bench/check-gpu.sh bench/engine-gpu.sh bench/engine-table.py bench
 # The array ops' and the training step's GPU call, and the training step's PyTorch peer.
 EXTRA_DIST += bench/train-gpu.sh bench/train_torch.py
 GPAR_MKMAN = $(SHELL) $(top_srcdir)/tools/mkman.sh '$(HELP2MAN)' '$(PACKAGE_VERSION)'
-man/gpar-bench.1: $(top_srcdir)/tools/gpar-bench.c $(top_srcdir)/man/gpar-bench.h2m $(top_srcdir)/configure.ac \
+man/gpar-bench.1: $(top_srcdir)/tools/bench/gpar-bench.c $(top_srcdir)/man/gpar-bench.h2m $(top_srcdir)/configure.ac \
 		| tools/gpar-bench$(EXEEXT)
 	$(AM_V_GEN)$(MKDIR_P) man && $(GPAR_MKMAN) tools/gpar-bench$(EXEEXT) $@ "benchmark libgpar next to the raw vendor loop" \
 		$(top_srcdir)/man/gpar-bench.h2m
@@ -126,14 +126,14 @@ clean-bench-report:
 
 # gpar-bench-mpi: allreduce across MPI ranks, libgpar_mpi next to MPI_Allreduce (host)
 # or a raw ncclAllReduce loop across ranks (cuda).
-EXTRA_DIST += tools/bench_mpi.c tools/raw_nccl_mpi.c
+EXTRA_DIST += tools/bench/bench_mpi.c tools/raw/raw_nccl_mpi.c
 if HAVE_MPI
 bin_PROGRAMS += tools/gpar-bench-mpi
-tools_gpar_bench_mpi_SOURCES = tools/bench_mpi.c tools/raw_nccl.h
-tools_gpar_bench_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
+tools_gpar_bench_mpi_SOURCES = tools/bench/bench_mpi.c tools/raw/raw_nccl.h
+tools_gpar_bench_mpi_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools $(MPI_CFLAGS)
 tools_gpar_bench_mpi_LDADD = libgpar_mpi.la libgpar.la $(MPI_LIBS)
 if HAVE_NCCL
-tools_gpar_bench_mpi_SOURCES += tools/raw_nccl_mpi.c
+tools_gpar_bench_mpi_SOURCES += tools/raw/raw_nccl_mpi.c
 tools_gpar_bench_mpi_CPPFLAGS += $(CUDA_CPPFLAGS) $(NCCL_CPPFLAGS)
 tools_gpar_bench_mpi_LDADD += $(CUDA_LDFLAGS) $(NCCL_LDFLAGS) $(NCCL_LIBS) $(CUDA_LIBS)
 endif

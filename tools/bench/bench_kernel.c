@@ -1,5 +1,5 @@
 /* bench_kernel.c: gpar-bench kernel: portable kernels (gpar_kernel_*) next to the same kernels
- * written against the vendor API (tools/raw_kernel*.c), side by side in one process, in rounds
+ * written against the vendor API (tools/raw/raw_kernel*.c), side by side in one process, in rounds
  * that run libgpar's loop and the hand loop in turn (--repeat, default 5; medians with min and
  * max): a tiny kernel's launch loop, eager and recorded in a graph (a hand-captured CUDA graph
  * on CUDA); saxpy's bandwidth over sizes; build times (cold, the first in the process apart; a
@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "bench_common.h"
-#include "raw_kernel.h"
+#include "raw/raw_kernel.h"
 
 typedef int (*rawk_fn)(const gpar_raw_kernel_case *c, double *seconds);
 

@@ -1,4 +1,4 @@
-/* raw_nccl.h: the raw NCCL baseline of gpar-bench allreduce (tools/raw_nccl.c, built with
+/* raw_nccl.h: the raw NCCL baseline of gpar-bench allreduce (tools/raw/raw_nccl.c, built with
  * NCCL; the weak symbol is NULL otherwise). */
 #ifndef GPAR_TOOLS_RAW_NCCL_H
 #define GPAR_TOOLS_RAW_NCCL_H
@@ -11,7 +11,7 @@
 int gpar_raw_nccl_allreduce(int n, const int *ordinals, size_t bytes, int iters, double *seconds) __attribute__((weak));
 
 #ifdef GPAR_MPI_H
-/* The same across MPI ranks, one GPU (ordinal) per rank (tools/raw_nccl_mpi.c). */
+/* The same across MPI ranks, one GPU (ordinal) per rank (tools/raw/raw_nccl_mpi.c). */
 int gpar_raw_nccl_mpi_allreduce(MPI_Comm comm, int ordinal, size_t bytes, int iters, double *seconds)
     __attribute__((weak));
 #endif

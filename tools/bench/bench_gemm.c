@@ -1,5 +1,5 @@
 /* bench_gemm.c: gpar-bench gemm: the SGEMM rate through libgpar next to the vendor call on the
- * same shape (cuBLAS, CLBlast or OpenBLAS; tools/raw*.c). */
+ * same shape (cuBLAS, CLBlast or OpenBLAS; tools/raw/raw*.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

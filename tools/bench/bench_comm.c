@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "bench_common.h"
-#include "raw_nccl.h"
+#include "raw/raw_nccl.h"
 
 static int fail_free(const char *what, int st) { return bench_fail(what, st), 1; }
 

@@ -104,7 +104,7 @@ static void usage(FILE *f) {
           "  --pageable       copy-overlap: gpar_read into malloc memory, not GPAR_HOST buffers;\n"
           "                   gpar_read blocks, so run + copy submits every GEMM first, then\n"
           "                   reads the results in order while later GEMMs still run\n"
-          "  --raw            also time the same loop through the raw vendor API (tools/raw.h);\n"
+          "  --raw            also time the same loop through the raw vendor API (tools/raw/raw.h);\n"
           "                   sweep always does\n"
           "  --graph          multi-device, copy-overlap: record each timed loop once as an op graph\n"
           "                   (gpar_graph_*), then time its launches; with --raw, also a hand-\n"
@@ -270,11 +270,11 @@ int main(int argc, char **argv) {
     int rc = bench_sweep(&ctx);
     free(ctx.seen);
     return rc;
-  } else if (bench_comm_subcommand(ctx.o.subcommand, &run)) { /* tools/bench_comm.c */
+  } else if (bench_comm_subcommand(ctx.o.subcommand, &run)) { /* tools/bench/bench_comm.c */
     all_devices = 1;
-  } else if (bench_blas_subcommand(ctx.o.subcommand, &run)) { /* tools/bench_blas.c */
+  } else if (bench_blas_subcommand(ctx.o.subcommand, &run)) { /* tools/bench/bench_blas.c */
     ctx.o.raw = 1; /* always next to the vendor call */
-  } else if (bench_array_subcommand(ctx.o.subcommand, &run, &all_devices)) { /* tools/bench_array.c */
+  } else if (bench_array_subcommand(ctx.o.subcommand, &run, &all_devices)) { /* tools/bench/bench_array.c */
   } else {
     fprintf(stderr, "gpar-bench: unknown subcommand '%s'\n", ctx.o.subcommand);
     usage(stderr);

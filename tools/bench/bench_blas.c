@@ -1,6 +1,6 @@
 /* bench_blas.c: gpar-bench batched and gemm-ex: strided-batched SGEMM (one libgpar op for a whole
  * batch) and f16/bf16 GEMM with f32 sums, each next to the raw vendor call on the same shape in
- * the same process (tools/raw_blas_*.c: cublasSgemmStridedBatched / cublasGemmEx, CLBlast's
+ * the same process (tools/raw/raw_blas_*.c: cublasSgemmStridedBatched / cublasGemmEx, CLBlast's
  * strided-batched or temp-buffer SGEMM, a cblas_sgemm loop), in interleaved rounds (libgpar, then
  * raw, R times), median with min and max. batched also times the same batch as a loop of
  * gpar_sgemm calls, one op each, and counts the ops every form submits. */
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "bench_common.h"
-#include "raw_blas.h"
+#include "raw/raw_blas.h"
 
 typedef struct blas_case {
   int m, n, k, batch, iters;

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "gpar_mpi.h"
-#include "raw_nccl.h"
+#include "raw/raw_nccl.h"
 
 /* Slowest rank's seconds per call. */
 static double slowest(double sec) {

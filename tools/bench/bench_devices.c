@@ -158,7 +158,7 @@ bench_raw_fn bench_raw_lookup(bench_ctx *ctx, int mode, const char **what) {
   switch (ctx->backend_id) {
   case GPAR_BACKEND_CUDA:
     *what = "raw CUDA (cuBLAS)";
-    return gpar_raw_cuda; /* weak: NULL when tools/raw_cuda.c was not built */
+    return gpar_raw_cuda; /* weak: NULL when tools/raw/raw_cuda.c was not built */
   case GPAR_BACKEND_OPENCL:
     *what = "raw OpenCL (CLBlast)";
     return gpar_raw_opencl;

@@ -9,8 +9,8 @@
 #include <stdio.h>
 
 #include "gpar.h"
-#include "raw.h"
-#include "raw_blas.h"
+#include "raw/raw.h"
+#include "raw/raw_blas.h"
 
 /* Command line. Zero / NULL fields mean "default". */
 typedef struct bench_opts {
@@ -182,9 +182,9 @@ typedef struct bench_series {
 int bench_crossover(const bench_series *s, int raw);
 /* Write the SVG. Returns 0, or -1 after printing why. */
 int bench_chart_svg(const char *path, const char *title, const bench_series *s, int ns);
-/* tools/bench_blas.c: batched and gemm-ex; 1 and *run set when name is one of them. */
+/* tools/bench/bench_blas.c: batched and gemm-ex; 1 and *run set when name is one of them. */
 int bench_blas_subcommand(const char *name, int (**run)(bench_ctx *));
-/* The raw BLAS calls for this backend (tools/raw_blas_*.c; NULL when not built). */
+/* The raw BLAS calls for this backend (tools/raw/raw_blas_*.c; NULL when not built). */
 typedef int (*bench_raw_blas_fn)(const gpar_raw_blas_case *c, double *seconds, const char **what);
 bench_raw_blas_fn bench_raw_blas_lookup(bench_ctx *ctx);
 #define BENCH_BLAS_USAGE                                                                         \
@@ -194,7 +194,7 @@ bench_raw_blas_fn bench_raw_blas_lookup(bench_ctx *ctx);
   "  gemm-ex       f16 and bf16 GEMM with f32 sums, C in f32 (gpar_gemm_ex; --dtype f16|bf16),\n"  \
   "                GPU 8192^3, CPU 512^3 (--size), next to raw cublasGemmEx (OpenCL, host: the\n"  \
   "                SGEMM libgpar's conversion path ends in, on f32 copies)\n"
-/* tools/bench_comm.c: allreduce and data-parallel; 1 and *run set when name is one of them. */
+/* tools/bench/bench_comm.c: allreduce and data-parallel; 1 and *run set when name is one of them. */
 int bench_comm_subcommand(const char *name, int (**run)(bench_ctx *));
 #define BENCH_COMM_USAGE                                                                        \
   "  allreduce     gpar_allreduce (float sum) over all selected devices, 8 B to --size MiB\n"   \
@@ -202,7 +202,7 @@ int bench_comm_subcommand(const char *name, int (**run)(bench_ctx *));
   "  data-parallel per device 8 GEMM layers (--size, GPU 4096) forward, backward with each\n"    \
   "                gradient allreduced at once, update; 1 device vs all, with/without allreduce\n"
 
-/* tools/bench_array.c: the array ops' bandwidth next to hand kernels; tools/bench_train.c: the
+/* tools/bench/bench_array.c: the array ops' bandwidth next to hand kernels; tools/bench/bench_train.c: the
  * training step. bench_array_subcommand: 1, with *run and *all_devices set, when name is one. */
 int bench_array(bench_ctx *ctx);
 int bench_train(bench_ctx *ctx);

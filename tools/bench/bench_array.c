@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "bench_common.h"
-#include "raw_array.h"
-#include "raw_kernel.h"
+#include "raw/raw_array.h"
+#include "raw/raw_kernel.h"
 
 enum { C_BINARY, C_MAP, C_SUM, C_RAW_SAXPY, C_RAW_SUM, NCASES };
 static const char *const case_name[NCASES] = {"gpar_binary add", "map saxpy", "gpar_reduce_range sum", "hand saxpy",
