@@ -28,7 +28,7 @@ static int launch(gpar__device *dev, const gpar__arr_kinfo *ki, uint32_t g0, uin
 
 static int gpu_unary(gpar_engine *eng, gpar__device *dev, const gpar__arr_call *c) {
   const gpar__array_args *x = &c->args;
-  int ip = c->op[0].b == c->op[1].b; /* the checks allowed only an exact in place */
+  int ip = gpar__arr_same(&c->op[0], &c->op[1]); /* in place: the same elements, not just the same buffer */
   gpar__arr_kinfo ki;
   int st = gpar__arr_kernel(eng, dev, GPAR__AK_UNARY, x->dtype, ip, &ki);
   if (st) return st;
@@ -39,7 +39,7 @@ static int gpu_unary(gpar_engine *eng, gpar__device *dev, const gpar__arr_call *
 
 static int gpu_binary(gpar_engine *eng, gpar__device *dev, const gpar__arr_call *c) {
   const gpar__array_args *x = &c->args;
-  int var = (c->op[2].b == c->op[0].b) + 2 * (c->op[2].b == c->op[1].b), n = 2;
+  int var = gpar__arr_same(&c->op[2], &c->op[0]) + 2 * gpar__arr_same(&c->op[2], &c->op[1]), n = 2;
   gpar__arr_kinfo ki;
   int st = gpar__arr_kernel(eng, dev, GPAR__AK_BINARY, x->dtype, var, &ki);
   if (st) return st;
@@ -52,7 +52,7 @@ static int gpu_binary(gpar_engine *eng, gpar__device *dev, const gpar__arr_call 
 
 static int gpu_bcast(gpar_engine *eng, gpar__device *dev, const gpar__arr_call *c) {
   const gpar__array_args *x = &c->args;
-  int ip = c->op[2].b == c->op[0].b, n = 0;
+  int ip = gpar__arr_same(&c->op[2], &c->op[0]), n = 0;
   gpar__arr_kinfo ki;
   int st = gpar__arr_kernel(eng, dev, GPAR__AK_BCAST, x->dtype, ip, &ki);
   if (st) return st;
