@@ -35,7 +35,13 @@ typedef struct img {
 static double pattern(size_t i) { return (double)((int)((i * 7 + 3) % 17) - 8) / 2; }
 
 static img img_new(int dt, size_t n) {
-  img m = {dt, n, ar_size(dt), {0, 0}, malloc(n * ar_size(dt)), malloc(n * ar_size(dt)), calloc(n, 1),
+  img m = {dt,
+           n,
+           ar_size(dt),
+           {0, 0},
+           malloc(n * ar_size(dt)),
+           malloc(n * ar_size(dt)),
+           calloc(n, 1),
            calloc(n, sizeof(double))};
   if (!m.h || !m.exp || !m.isout || !m.want) bail_out("out of memory");
   for (size_t i = 0; i < n; i++) ar_store(dt, m.h, i, pattern(i));
@@ -108,8 +114,8 @@ static void finish(img *m, int st, double rel, double abs, const char *what) {
 static void refused(img *m, int st, uint64_t before, const char *what) {
   uint64_t after = submitted();
   if (st != GPAR_EALIAS) diag("  %s: %s (%s)", what, gpar_status_name(st), gpar_last_error());
-  ok(st == GPAR_EALIAS && after == before && img_check(m, 0, 0, what), "%s: %s refused with GPAR_EALIAS, nothing enqueued",
-     cur_name, what);
+  ok(st == GPAR_EALIAS && after == before && img_check(m, 0, 0, what),
+     "%s: %s refused with GPAR_EALIAS, nothing enqueued", cur_name, what);
   img_free(m);
 }
 
@@ -122,8 +128,10 @@ static size_t ext(int m, int n, int ld) { return (size_t)(n - 1) * (size_t)ld + 
 
 static void t_unary(int dt) {
   const size_t n = 1000;
-  static const struct { const char *what; size_t x, y; } L[] = {
-      {"y after x", 0, 1000}, {"y before x", 1003, 1}, {"in place", 5, 5}};
+  static const struct {
+    const char *what;
+    size_t x, y;
+  } L[] = {{"y after x", 0, 1000}, {"y before x", 1003, 1}, {"in place", 5, 5}};
   for (int k = 0; k < 3; k++) {
     img m = img_new(dt, 2 * n + 9);
     img_upload(&m);
@@ -139,10 +147,12 @@ static void t_unary(int dt) {
 
 static void t_binary(int dt) {
   const size_t n = 1000;
-  static const struct { const char *what; size_t a, b, c; } L[] = {
-      {"a, b, c", 0, 1000, 2000}, {"c, a, b", 1001, 2002, 0},  {"b, c, a", 2002, 0, 1001},
-      {"a, c, b", 0, 2003, 1001}, {"c is a", 7, 1007, 7},     {"c is b", 1007, 7, 7},
-      {"a is b", 3, 3, 1003},     {"a, b, c one", 2, 2, 2}};
+  static const struct {
+    const char *what;
+    size_t a, b, c;
+  } L[] = {{"a, b, c", 0, 1000, 2000}, {"c, a, b", 1001, 2002, 0}, {"b, c, a", 2002, 0, 1001},
+           {"a, c, b", 0, 2003, 1001}, {"c is a", 7, 1007, 7},     {"c is b", 1007, 7, 7},
+           {"a is b", 3, 3, 1003},     {"a, b, c one", 2, 2, 2}};
   for (int k = 0; k < 8; k++) {
     img m = img_new(dt, 3 * n + 9);
     img_upload(&m);
@@ -166,19 +176,21 @@ static void t_bcast(int dt, int axis) {
   const size_t ea = ext(M, N, 40), ec = ext(M, N, 39);
   const size_t total = ea + ec + (size_t)lv + 8;
   static const char *const what[5] = {"A, v, C", "C, A, v", "v, C, A", "A, C, v", "C is A"};
+  const size_t pos[5][3] = {/* A, v, C */
+                            {1, ea + 2, ea + lv + 3},
+                            {ec + 1, ec + ea + 2, 0},
+                            {lv + ec + 5, 2, lv + 3},
+                            {0, ea + ec + 2, ea + 1},
+                            {3, ea + 4, 3}};
   for (int k = 0; k < 5; k++) {
-    size_t a, v, c;
+    size_t a = pos[k][0], v = pos[k][1], c = pos[k][2];
     int ldc = k == 4 ? 40 : 39;
-    if (k == 0) a = 1, v = ea + 2, c = ea + lv + 3;
-    else if (k == 1) c = 0, a = ec + 1, v = ec + ea + 2;
-    else if (k == 2) v = 2, c = lv + 3, a = lv + ec + 5;
-    else if (k == 3) a = 0, c = ea + 1, v = ea + ec + 2;
-    else a = c = 3, v = ea + 4;
     img m = img_new(dt, total);
     img_upload(&m);
     for (int j = 0; j < N; j++)
       for (int i = 0; i < M; i++)
-        expect(&m, c + i + (size_t)j * ldc, in(&m, a + i + (size_t)j * 40) - in(&m, v + (axis == GPAR_PER_ROW ? i : j)));
+        expect(&m, c + i + (size_t)j * ldc,
+               in(&m, a + i + (size_t)j * 40) - in(&m, v + (axis == GPAR_PER_ROW ? i : j)));
     int st = gpar_binary_bcast(GPAR_BIN_SUB, dt, M, N, m.b, a, 40, m.b, v, axis, m.b, c, ldc);
     finish(&m, st, tol(dt), 0,
            say("bcast per %s %s, %s", axis == GPAR_PER_ROW ? "row" : "column", ar_name(dt), what[k]));
@@ -189,8 +201,9 @@ static void t_bcast(int dt, int axis) {
     uint64_t s0 = submitted();
     int st = k ? gpar_binary_bcast(GPAR_BIN_SUB, dt, M, N, m.b, 0, 40, m.b, ea + ec, axis, m.b, 1, 40)
                : gpar_binary_bcast(GPAR_BIN_SUB, dt, M, N, m.b, 0, 40, m.b, ea + 5, axis, m.b, ea + 1, 39);
-    refused(&m, st, s0, say("bcast per %s %s, %s", axis == GPAR_PER_ROW ? "row" : "column", ar_name(dt),
-                            k ? "C one element past A" : "v inside C"));
+    refused(&m, st, s0,
+            say("bcast per %s %s, %s", axis == GPAR_PER_ROW ? "row" : "column", ar_name(dt),
+                k ? "C one element past A" : "v inside C"));
   }
 }
 
@@ -262,13 +275,18 @@ static void t_softmax(int dt) {
   const int K = 10, N = 33, per = 4 / (int)ar_size(dt); /* dt elements per int32 */
   const size_t ez = ext(K, N, 12), eg = ext(K, N, 11), el = (size_t)N * per;
   const size_t total = ez + eg + el + N + 16;
-  static const char *const what[4] = {"Z, labels, loss, G", "G, loss, labels, Z", "loss only, before Z", "G only, after Z"};
+  static const char *const what[4] = {"Z, labels, loss, G", "G, loss, labels, Z", "loss only, before Z",
+                                      "G only, after Z"};
   for (int k = 0; k < 4; k++) {
     size_t z, lab, loss = 0, g = 0; /* lab: in dt elements, even */
-    if (k == 0) z = 1, lab = ez + 3, loss = lab + el + 1, g = loss + N + 1;
-    else if (k == 1) g = 0, loss = eg + 1, lab = eg + N + 3, z = lab + el + 1;
-    else if (k == 2) loss = 1, z = N + 2, lab = z + ez + 1;
-    else z = 0, lab = ez + 1, g = lab + el + 1;
+    if (k == 0)
+      z = 1, lab = ez + 3, loss = lab + el + 1, g = loss + N + 1;
+    else if (k == 1)
+      g = 0, loss = eg + 1, lab = eg + N + 3, z = lab + el + 1;
+    else if (k == 2)
+      loss = 1, z = N + 2, lab = z + ez + 1;
+    else
+      z = 0, lab = ez + 1, g = lab + el + 1;
     lab += lab % 2;
     int wl = k != 3, wg = k != 2;
     img m = img_new(dt, total);
@@ -308,8 +326,10 @@ static void t_argmax(int dt) {
     }
     uint64_t s0 = submitted();
     int st = gpar_argmax(dt, M, N, m.b, a, 40, m.b, idx / per);
-    if (k < 2) finish(&m, st, 0, 0, say("argmax %s, idx %s A", ar_name(dt), k ? "before" : "after"));
-    else refused(&m, st, s0, say("argmax %s, idx inside A", ar_name(dt)));
+    if (k < 2)
+      finish(&m, st, 0, 0, say("argmax %s, idx %s A", ar_name(dt), k ? "before" : "after"));
+    else
+      refused(&m, st, s0, say("argmax %s, idx inside A", ar_name(dt)));
   }
 }
 
@@ -328,19 +348,25 @@ static void t_map(int dt) {
       gpar_map_create(eng, "alias_acc", p[2], "y = y - x", &mp[2]))
     bail_out("gpar_map_create");
   const size_t n = 500, es = ar_size(dt);
-  static const struct { int map; const char *what; size_t o[3]; } L[] = {
-      {0, "y after x", {0, 500}},        {0, "y before x", {503, 1}},     {0, "y is x", {4, 4}},
-      {1, "a, b, c", {0, 500, 1000}},    {1, "c, a, b", {501, 1002, 0}}, {1, "c is b", {1002, 2, 2}},
-      {2, "inout y after x", {0, 501}},  {2, "inout y before x", {502, 0}}};
+  static const struct {
+    int map;
+    const char *what;
+    size_t o[3];
+  } L[] = {{0, "y after x", {0, 500}},       {0, "y before x", {503, 1}},      {0, "y is x", {4, 4}},
+           {1, "a, b, c", {0, 500, 1000}},   {1, "c, a, b", {501, 1002, 0}},   {1, "c is b", {1002, 2, 2}},
+           {2, "inout y after x", {0, 501}}, {2, "inout y before x", {502, 0}}};
   for (int k = 0; k < 8; k++) {
     const size_t *o = L[k].o;
     img m = img_new(dt, 3 * n + 9);
     img_upload(&m);
     for (size_t i = 0; i < n; i++) {
       double x = in(&m, o[0] + i), y = in(&m, o[1] + i);
-      if (L[k].map == 0) expect(&m, o[1] + i, 2 * x - 1);
-      else if (L[k].map == 1) expect(&m, o[2] + i, x - y);
-      else expect(&m, o[1] + i, y - x);
+      if (L[k].map == 0)
+        expect(&m, o[1] + i, 2 * x - 1);
+      else if (L[k].map == 1)
+        expect(&m, o[2] + i, x - y);
+      else
+        expect(&m, o[1] + i, y - x);
     }
     gpar_arg a[3] = {gpar_arg_buffer(m.b, o[0] * es), gpar_arg_buffer(m.b, o[1] * es), gpar_arg_buffer(m.b, o[2] * es)};
     int st = gpar_map_launch(mp[L[k].map], n, a, L[k].map == 1 ? 3 : 2);
@@ -368,12 +394,15 @@ static void t_axpy_scal(int dbl) {
     int incy = k == 1 ? 2 : 1;
     img m = img_new(dt, 3 * n + 5);
     img_upload(&m);
-    for (int i = 0; i < n && k < 2; i++) expect(&m, y + (size_t)i * incy, 0.5 * in(&m, x + i) + in(&m, y + (size_t)i * incy));
+    for (int i = 0; i < n && k < 2; i++)
+      expect(&m, y + (size_t)i * incy, 0.5 * in(&m, x + i) + in(&m, y + (size_t)i * incy));
     uint64_t s0 = submitted();
     int st = dbl ? gpar_daxpy(n, 0.5, m.b, x, 1, m.b, y, incy) : gpar_saxpy(n, 0.5f, m.b, x, 1, m.b, y, incy);
     static const char *const what[4] = {"y after x", "y before x, incy 2", "y is x", "y one element past x"};
-    if (k < 2) finish(&m, st, tol(dt), 0, say("%saxpy, %s", t, what[k]));
-    else refused(&m, st, s0, say("%saxpy, %s", t, what[k]));
+    if (k < 2)
+      finish(&m, st, tol(dt), 0, say("%saxpy, %s", t, what[k]));
+    else
+      refused(&m, st, s0, say("%saxpy, %s", t, what[k]));
   }
   img m = img_new(dt, (size_t)n + 20);
   img_upload(&m);
@@ -385,9 +414,14 @@ static void t_axpy_scal(int dbl) {
 static void t_dot(int dbl) {
   const int dt = dbl ? GPAR_DOUBLE : GPAR_FLOAT, n = 300;
   const char *t = dbl ? "d" : "s";
-  static const struct { const char *what; size_t x, y, r; } L[] = {
-      {"x, y, result", 0, 300, 600}, {"result, x, y", 1, 302, 0}, {"y is x, result after", 0, 0, 301},
-      {"x and y overlap, result before", 2, 3, 0}, {"result inside x (refused)", 0, 300, 5}};
+  static const struct {
+    const char *what;
+    size_t x, y, r;
+  } L[] = {{"x, y, result", 0, 300, 600},
+           {"result, x, y", 1, 302, 0},
+           {"y is x, result after", 0, 0, 301},
+           {"x and y overlap, result before", 2, 3, 0},
+           {"result inside x (refused)", 0, 300, 5}};
   for (int k = 0; k < 5; k++) {
     img m = img_new(dt, 2 * (size_t)n + 5);
     img_upload(&m);
@@ -397,8 +431,10 @@ static void t_dot(int dbl) {
     uint64_t s0 = submitted();
     int st = dbl ? gpar_ddot(n, m.b, L[k].x, 1, m.b, L[k].y, 1, m.b, L[k].r)
                  : gpar_sdot(n, m.b, L[k].x, 1, m.b, L[k].y, 1, m.b, L[k].r);
-    if (k < 4) finish(&m, st, tol(dt), 0, say("%sdot, %s", t, L[k].what));
-    else refused(&m, st, s0, say("%sdot, %s", t, L[k].what));
+    if (k < 4)
+      finish(&m, st, tol(dt), 0, say("%sdot, %s", t, L[k].what));
+    else
+      refused(&m, st, s0, say("%sdot, %s", t, L[k].what));
   }
 }
 
@@ -408,12 +444,13 @@ static void t_gemv(int dbl, int trans) {
   const size_t ea = ext(M, N, 15), total = ea + 2 * (size_t)lx + 2 * (size_t)ly + 8;
   const char *t = dbl ? "d" : "s", *tr = trans ? "transposed" : "plain";
   for (int k = 0; k < 4; k++) { /* A, x, y; y, A, x (incx 2); x, y, A; y over A's end (refused) */
-    size_t a, x, y;
+    const size_t pos[4][3] = {  /* A, x, y */
+                              {0, ea + 1, ea + lx + 2},
+                              {ly + 2, ly + ea + 3, 1},
+                              {lx + ly + 3, 0, lx + 1},
+                              {0, ea + 2, ea - 2}};
+    size_t a = pos[k][0], x = pos[k][1], y = pos[k][2];
     int incx = k == 1 ? 2 : 1;
-    if (k == 0) a = 0, x = ea + 1, y = ea + lx + 2;
-    else if (k == 1) y = 1, a = ly + 2, x = ly + ea + 3;
-    else if (k == 2) x = 0, y = lx + 1, a = lx + ly + 3;
-    else a = 0, x = ea + 2, y = ea - 2;
     img m = img_new(dt, total);
     img_upload(&m);
     for (int i = 0; i < ly && k < 3; i++) {
@@ -427,8 +464,10 @@ static void t_gemv(int dbl, int trans) {
     int st = dbl ? gpar_dgemv(tt, M, N, 1, m.b, a, 15, m.b, x, incx, 0.5, m.b, y, 1)
                  : gpar_sgemv(tt, M, N, 1, m.b, a, 15, m.b, x, incx, 0.5f, m.b, y, 1);
     static const char *const what[4] = {"A, x, y", "y, A, x (incx 2)", "x, y, A", "y over A's end"};
-    if (k < 3) finish(&m, st, tol(dt), 0, say("%sgemv %s, %s", t, tr, what[k]));
-    else refused(&m, st, s0, say("%sgemv %s, %s", t, tr, what[k]));
+    if (k < 3)
+      finish(&m, st, tol(dt), 0, say("%sgemv %s, %s", t, tr, what[k]));
+    else
+      refused(&m, st, s0, say("%sgemv %s, %s", t, tr, what[k]));
   }
 }
 
@@ -465,7 +504,8 @@ int main(void) {
   for (int t = -1; t < ndev; t++) {
     char name[200];
     cur_dev = t < 0 ? GPAR_HOST : t;
-    if (t < 0) snprintf(name, sizeof name, "GPAR_HOST memory");
+    if (t < 0)
+      snprintf(name, sizeof name, "GPAR_HOST memory");
     else {
       tu_devinfo info;
       tu_device_info(eng, t, &info);
