@@ -822,10 +822,11 @@ GPAR_API int gpar_kernel_support(gpar_engine *eng, int dev, char *buf, size_t ca
  *   which zero max and min return is unspecified. relu(NaN) is NaN.
  * - Reductions use no float atomics: a result that needs several groups (a long range, a row
  *   of many columns) runs in two passes, partial results per group into a temporary buffer,
- *   then one group over them; otherwise one group (or work-item) makes each result. The order
- *   is fixed by the device and the shape: one device gives the same bits on every run; devices
- *   may differ in the last bits (each adds in its own order; the CPU sums float types in
- *   double). */
+ *   then one group over them; otherwise one group (or work-item) makes each result. The two
+ *   passes are one submission: another thread's op on the same buffers runs before both or
+ *   after both, as for a one-op call. The order is fixed by the device and the shape: one
+ *   device gives the same bits on every run; devices may differ in the last bits (each adds in
+ *   its own order; the CPU sums float types in double). */
 
 /* Elementwise unary ops: y = f(x). */
 typedef enum {

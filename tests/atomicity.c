@@ -2,8 +2,9 @@
  * calls on the same buffers as a whole, as under a global lock: a graph launch (one op per
  * device part), a staged allreduce (copies in, a CPU reduction, copies back), a multi-chunk
  * gpar_write and gpar_read of a device buffer, a staged gpar_copy between two devices without a
- * direct path. Two threads race one call each, round after round; every outcome must be one that
- * some order of the two calls gives. And a call accepted before gpar_shutdown that meets the
+ * direct path, a two-pass array reduction (its launch into partials and the one out of them).
+ * Two threads race one call each, round after round; every outcome must be one that some order
+ * of the two calls gives. And a call accepted before gpar_shutdown that meets the
  * drain runs whole: a multi-chunk gpar_read racing the shutdown either fills the user's memory
  * whole or fails with nothing written there. Each test can be named on the command line; those
  * that need an event-backend device skip without one. */
@@ -236,6 +237,51 @@ static void test_transfers(const char *what, int rounds) {
   if (c.e.id) gpar_buffer_release(c.e);
 }
 
+/* ------------------------------------------------------------ two-pass reductions */
+
+#define RN 20000 /* a range reduction of more than 8192 elements, a row of more than 32 columns: two passes */
+typedef struct red_case {
+  gpar_buffer x, zero, out;
+  int per_row; /* gpar_reduce_matrix of a 1 x RN row, else gpar_reduce_range */
+  int rs, ss;
+} red_case;
+static void do_reduce(void *arg) {
+  red_case *c = arg;
+  c->rs = c->per_row ? gpar_reduce_matrix(GPAR_SUM, GPAR_FLOAT, 1, RN, c->x, 0, 1, GPAR_PER_ROW, c->out, 0)
+                     : gpar_reduce_range(GPAR_SUM, GPAR_FLOAT, RN, c->x, 0, c->out, 0);
+}
+static void do_spread(void *arg) { /* x[i] = 0 + out[0]: reads out, writes x */
+  red_case *c = arg;
+  c->ss = gpar_binary_bcast(GPAR_BIN_ADD, GPAR_FLOAT, RN, 1, c->zero, 0, RN, c->out, 0, GPAR_PER_COLUMN, c->x, 0, RN);
+}
+/* A two-pass reduction of x (RN ones) into out (2) racing an op that spreads out over x: the
+ * reduction first gives out RN and x RN, the spread first x 2 and out 2 RN; its passes are one
+ * submission, so the spread never runs between them (which gave out RN and x 2). */
+static void test_reduce(int per_row, int rounds) {
+  red_case c = {tu_buffer(eng, gpu, RN * 4), tu_buffer(eng, gpu, RN * 4), tu_buffer(eng, gpu, 4), per_row, 0, 0};
+  float *h = malloc(RN * 4), two = 2.0f;
+  if (!h) bail_out("out of memory");
+  int first = 0, second = 0, other = 0;
+  if (tu_fill_value(c.zero, RN, 0.0f) != GPAR_OK) bail_out("gpar_write");
+  for (int r = 0; r < rounds; r++) {
+    if (tu_fill_value(c.x, RN, 1.0f) != GPAR_OK || gpar_write(c.out, 0, &two, 4) != GPAR_OK) bail_out("gpar_write");
+    gpar_wait_all(eng);
+    race_run_lag(do_spread, do_reduce, &c, 40); /* the op up to 40 us after the reduction starts */
+    float o = 0;
+    int st = gpar_wait_all(eng) | c.rs | c.ss | gpar_read(c.out, 0, &o, 4) | gpar_read(c.x, 0, h, RN * 4);
+    if (st == GPAR_OK && o == (float)RN && h[0] == (float)RN && h[RN - 1] == (float)RN)
+      first++;
+    else if (st == GPAR_OK && o == 2.0f * RN && h[0] == 2.0f && h[RN - 1] == 2.0f)
+      second++;
+    else if (other++ == 0)
+      diag("  round %d: status %d, out %g, x[0] %g", r, st, (double)o, (double)h[0]);
+  }
+  ok(other == 0, "%d two-pass %s racing an op that reads out and writes x: reduction first %d, op first %d, neither %d",
+     rounds, per_row ? "per-row reductions" : "range reductions", first, second, other);
+  free(h);
+  gpar_buffer_release(c.x), gpar_buffer_release(c.zero), gpar_buffer_release(c.out);
+}
+
 /* ------------------------------------------------------------ a call that meets the drain */
 
 typedef struct drain_case {
@@ -319,6 +365,7 @@ int main(int argc, char **argv) {
   if (tu_want(argc, argv, "write")) test_transfers("write", 8);
   if (tu_want(argc, argv, "read")) test_transfers("read", 8);
   if (tu_want(argc, argv, "staged")) test_transfers("staged", 8);
+  if (tu_want(argc, argv, "reduce")) test_reduce(0, 300), test_reduce(1, 300);
   gpar_shutdown(eng);
   if (tu_want(argc, argv, "drain")) test_drain(10);
   free(pat[0]);

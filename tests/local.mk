@@ -318,5 +318,9 @@ tests_array_badinput_LDADD = libgpar.la
 GPAR_TAP_TESTS += tests/array_train
 tests_array_train_SOURCES = tests/array_train.c $(GPAR_TRAIN_SOURCES) $(GPAR_TEST_HDRS)
 tests_array_train_LDADD = libgpar.la -lm
+# Every array op, map and BLAS-1/GEMV call with its operands in one buffer: disjoint ranges right.
+GPAR_TAP_TESTS += tests/array_alias
+tests_array_alias_SOURCES = tests/array_alias.c tests/array_ref.h $(GPAR_TEST_HDRS)
+tests_array_alias_LDADD = libgpar.la -lm
 
 # ---------------------------------------------------------------- end of tests being added

@@ -64,6 +64,11 @@ static inline gpar__arr_operand gpar__arr_matrix(const char *name, gpar_buffer h
   return (gpar__arr_operand){h, off, (size_t)m, (size_t)n, (size_t)ld, dtype, gpar_dtype_size(dtype), out, 0, 0, name, NULL};
 }
 
+/* 1 when p and q are the same elements: one buffer (looked up), offset, shape and, for a
+ * matrix of several columns, leading dimension (an exact in place); disjoint ranges of one
+ * buffer are not. */
+GPAR__HIDDEN int gpar__arr_same(const gpar__arr_operand *p, const gpar__arr_operand *q);
+
 /* Enter the engine of operands o[0..n) and look each present one up (o[i].b, a reference),
  * checking ranges, devices and overlap; *home: the first present output, whose device runs the
  * op. On GPAR_OK the caller holds the engine and the references (gpar__arr_operands_done). */

@@ -1,9 +1,12 @@
 /* gpu.c: an array call on a GPU device as launches of the array kernels (kernels.c): the
- * variant (in place or not), the grid, the arguments. A reduction too large for one group runs
- * in two passes through a temporary buffer of partial results in the compute type: a pass of
- * groups over strided shares, then one group over the partials, in an order fixed by the size
- * (the same bits every run). Every kernel a call needs is built before the first is launched. */
+ * variant (in place only when an output is exactly an input's elements), the grid, the
+ * arguments. A reduction too large for one group runs in two passes through a temporary buffer
+ * of partial results in the compute type: a pass of groups over strided shares, then one group
+ * over the partials, in an order fixed by the size (the same bits every run); the two launches
+ * are one submission (no other thread's op between them: the call is as atomic as one op).
+ * Every kernel a call needs is built before the first is launched. */
 #include "array/kernels.h"
+#include "kernel/kernel.h"
 
 #define RANGE_ONE_GROUP 8192 /* a range reduction this short runs in one group, one pass */
 #define RANGE_PER_GROUP 4096 /* elements per group of a range reduction's first pass */
@@ -26,9 +29,34 @@ static int launch(gpar__device *dev, const gpar__arr_kinfo *ki, uint32_t g0, uin
   return gpar_kernel_launch(ki->k, dev->index, &grid, a, n);
 }
 
+/* One pass of a two-pass reduction: its kernel, groups (g0 x g1) and arguments. */
+typedef struct pass {
+  const gpar__arr_kinfo *ki;
+  uint32_t g0, g1;
+  const gpar_arg *a;
+  int n;
+} pass;
+
+/* Both passes as one submission (policy.h): checked and built whole, then linked together under
+ * all their buffers' locks, so no other thread's op comes between them; or none of them. */
+static int two_passes(gpar__device *dev, const pass p[2]) {
+  gpar__batch sub;
+  gpar__batch_init(&sub);
+  int st = GPAR_OK;
+  for (int i = 0; i < 2 && st == GPAR_OK; i++) {
+    gpar_grid grid = {{p[i].g0, p[i].g1, 1}, {p[i].ki->group, 1, 1}};
+    st = gpar__kernel_launch_into(&sub, p[i].ki->k, dev->index, &grid, p[i].a, p[i].n);
+  }
+  if (st != GPAR_OK) {
+    gpar__batch_discard(&sub);
+    return st;
+  }
+  return gpar__batch_submit(&sub, 0);
+}
+
 static int gpu_unary(gpar_engine *eng, gpar__device *dev, const gpar__arr_call *c) {
   const gpar__array_args *x = &c->args;
-  int ip = c->op[0].b == c->op[1].b; /* the checks allowed only an exact in place */
+  int ip = gpar__arr_same(&c->op[0], &c->op[1]); /* in place: the same elements, not just the same buffer */
   gpar__arr_kinfo ki;
   int st = gpar__arr_kernel(eng, dev, GPAR__AK_UNARY, x->dtype, ip, &ki);
   if (st) return st;
@@ -39,7 +67,7 @@ static int gpu_unary(gpar_engine *eng, gpar__device *dev, const gpar__arr_call *
 
 static int gpu_binary(gpar_engine *eng, gpar__device *dev, const gpar__arr_call *c) {
   const gpar__array_args *x = &c->args;
-  int var = (c->op[2].b == c->op[0].b) + 2 * (c->op[2].b == c->op[1].b), n = 2;
+  int var = gpar__arr_same(&c->op[2], &c->op[0]) + 2 * gpar__arr_same(&c->op[2], &c->op[1]), n = 2;
   gpar__arr_kinfo ki;
   int st = gpar__arr_kernel(eng, dev, GPAR__AK_BINARY, x->dtype, var, &ki);
   if (st) return st;
@@ -52,7 +80,7 @@ static int gpu_binary(gpar_engine *eng, gpar__device *dev, const gpar__arr_call 
 
 static int gpu_bcast(gpar_engine *eng, gpar__device *dev, const gpar__arr_call *c) {
   const gpar__array_args *x = &c->args;
-  int ip = c->op[2].b == c->op[0].b, n = 0;
+  int ip = gpar__arr_same(&c->op[2], &c->op[0]), n = 0;
   gpar__arr_kinfo ki;
   int st = gpar__arr_kernel(eng, dev, GPAR__AK_BCAST, x->dtype, ip, &ki);
   if (st) return st;
@@ -91,8 +119,7 @@ static int gpu_reduce_range(gpar_engine *eng, gpar__device *dev, const gpar__arr
   if ((st = scratch(eng, dev, (size_t)g * (x->dtype == GPAR_DOUBLE ? 8 : 4), &part))) return st;
   gpar_arg a1[4] = {gpar_arg_u64(count), gpar_arg_i32(x->op), in, gpar_arg_buffer(part, 0)};
   gpar_arg a2[4] = {gpar_arg_u64(g), gpar_arg_i32(x->op), gpar_arg_buffer(part, 0), out};
-  st = launch(dev, &k1, g, 1, a1, 4);
-  if (st == GPAR_OK) st = launch(dev, &k2, 1, 1, a2, 4);
+  st = two_passes(dev, (const pass[2]){{&k1, g, 1, a1, 4}, {&k2, 1, 1, a2, 4}});
   gpar_buffer_release(part);
   return st;
 }
@@ -114,10 +141,9 @@ static int gpu_reduce_rows(gpar_engine *eng, gpar__device *dev, const gpar__arr_
   if ((st = scratch(eng, dev, (size_t)x->m * p * (x->dtype == GPAR_DOUBLE ? 8 : 4), &part))) return st;
   gpar_arg out = a[5];
   a[5] = gpar_arg_buffer(part, 0);
-  st = launch(dev, &k1, g0, p, a, 7);
   gpar_arg b[7] = {gpar_arg_u64(x->m), gpar_arg_u64(p), gpar_arg_i32(x->op), gpar_arg_buffer(part, 0),
                    gpar_arg_u64(x->m), out, gpar_arg_u64(x->m)};
-  if (st == GPAR_OK) st = launch(dev, &k2, g0, 1, b, 7);
+  st = two_passes(dev, (const pass[2]){{&k1, g0, p, a, 7}, {&k2, g0, 1, b, 7}});
   gpar_buffer_release(part);
   return st;
 }

@@ -56,6 +56,11 @@ static int same_device(const char *fn, const gpar__arr_operand *o, int n, int ho
   return GPAR_OK;
 }
 
+int gpar__arr_same(const gpar__arr_operand *p, const gpar__arr_operand *q) {
+  return p->b && p->b == q->b && p->off == q->off && p->rows == q->rows && p->cols == q->cols &&
+         (p->cols <= 1 || p->ld == q->ld);
+}
+
 /* An output overlapping another operand: allowed only in place (an input that may be, the same
  * elements exactly). Ranges in bytes, as gpar.h's overlap rule says. */
 static int overlap(const char *fn, const gpar__arr_operand *o, int n, const size_t *end) {
@@ -66,8 +71,7 @@ static int overlap(const char *fn, const gpar__arr_operand *o, int n, const size
       if (j == i || p->b != q->b || (p->out && j < i)) continue;
       if (end[i] == q->off || end[j] == p->off) continue; /* an empty operand overlaps nothing */
       if (q->off * q->esize >= end[j] * p->esize || p->off * p->esize >= end[i] * q->esize) continue;
-      int exact = !p->out && p->in_place && q->in_place && p->dtype == q->dtype && p->off == q->off &&
-                  p->rows == q->rows && p->cols == q->cols && (p->cols <= 1 || p->ld == q->ld);
+      int exact = !p->out && p->in_place && q->in_place && p->dtype == q->dtype && gpar__arr_same(p, q);
       if (!exact) return gpar__errorf(GPAR_EALIAS, "%s: %s overlaps %s", fn, q->name, p->name);
     }
   }

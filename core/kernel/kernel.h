@@ -182,6 +182,14 @@ GPAR__HIDDEN int gpar__kernel_target(gpar__kstate *ks, gpar__device *dev, char *
 /* Free the builds (unloading their modules) and the kinds (gpar__kernel_shutdown). */
 GPAR__HIDDEN void gpar__kstate_free(gpar_engine *eng);
 
+/* ---- launch.c ---- */
+
+/* gpar_kernel_launch's checks (and build), but its op joins sub (policy.h: the caller submits
+ * or discards sub whole) instead of being submitted: the launches of one call as one
+ * submission, no other thread's op between them. */
+GPAR__HIDDEN int gpar__kernel_launch_into(gpar__batch *sub, gpar_kernel h, int dev, const gpar_grid *grid,
+                                          const gpar_arg *args, int nargs);
+
 /* ---- calls.c ---- */
 
 /* Free every kernel of eng and its kernel state (gpar_shutdown: after the drain, the graphs and

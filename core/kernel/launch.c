@@ -1,7 +1,8 @@
 /* launch.c: gpar_kernel_launch. Every argument is checked against the kernel's signature
  * before anything is enqueued; the kernel is built (in the calling thread) when it has no build
  * on the device yet; then one op of the kernel's kind (kind.c) goes to the engine, reading its
- * `in` buffers, writing its `out` ones, both for `inout`. */
+ * `in` buffers, writing its `out` ones, both for `inout`. gpar__kernel_launch_into adds the op
+ * to a submission of several instead (a call made of several launches, applied as one). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,8 +109,9 @@ static int check_args(gpar__kernel *k, gpar__device *dev, const gpar_arg *args, 
   return st;
 }
 
-/* Build the op over the checked arguments (taking L and the references in b[]) and submit it. */
-static int submit(gpar__kernel *k, gpar__device *dev, gpar__klaunch *L, gpar__buf **b) {
+/* Build the op over the checked arguments (taking L and the references in b[]) and submit it,
+ * or add it to sub when given (the caller submits or discards sub). */
+static int submit(gpar__kernel *k, gpar__device *dev, gpar__klaunch *L, gpar__buf **b, gpar__batch *sub) {
   static const int modes[] = {0, GPAR__READ, GPAR__WRITE, GPAR__READ | GPAR__WRITE};
   gpar__op *op = gpar__op_new(k->eng, k->kind, dev, GPAR__LANE_COMPUTE);
   if (!op) return gpar__errorf(GPAR_ENOMEM, "gpar_kernel_launch: out of host memory");
@@ -131,10 +133,11 @@ static int submit(gpar__kernel *k, gpar__device *dev, gpar__klaunch *L, gpar__bu
     return st;
   }
   atomic_fetch_add(&k->eng->kernel_launches, 1);
-  return gpar__api_submit(op);
+  return sub ? gpar__batch_add(sub, op) : gpar__api_submit(op);
 }
 
-GPAR_API int gpar_kernel_launch(gpar_kernel h, int dev, const gpar_grid *grid, const gpar_arg *args, int nargs) {
+/* gpar_kernel_launch, its op submitted (sub NULL) or added to sub. */
+static int launch(gpar_kernel h, int dev, const gpar_grid *grid, const gpar_arg *args, int nargs, gpar__batch *sub) {
   static const char fn[] = "gpar_kernel_launch";
   int st;
   gpar__kernel *k = gpar__kernel_get(h, fn);
@@ -152,11 +155,20 @@ GPAR_API int gpar_kernel_launch(gpar_kernel h, int dev, const gpar_grid *grid, c
   if (st == GPAR_OK) st = check_args(k, d, args, nargs, &L, b);
   if (st == GPAR_OK && L.groups[0] && (st = gpar__kernel_build_on(k, d, &L.e)) == GPAR_OK &&
       (st = check_limits(k, L.e, L.groups, L.size)) == GPAR_OK)
-    st = submit(k, d, &L, b);
+    st = submit(k, d, &L, b, sub);
   for (int i = 0; i < GPAR__KMAX_PARAMS; i++)
     if (b[i]) gpar__buf_put(b[i]);
   free(L.more);
   gpar__engine_leave(eng);
   gpar__kernel_put(k);
   return st;
+}
+
+GPAR_API int gpar_kernel_launch(gpar_kernel h, int dev, const gpar_grid *grid, const gpar_arg *args, int nargs) {
+  return launch(h, dev, grid, args, nargs, NULL);
+}
+
+int gpar__kernel_launch_into(gpar__batch *sub, gpar_kernel h, int dev, const gpar_grid *grid, const gpar_arg *args,
+                             int nargs) {
+  return launch(h, dev, grid, args, nargs, sub);
 }
