@@ -116,7 +116,8 @@ typedef struct gpar_config {
                            is named and aborted (NCCL); 0: 300. env GPAR_COMM_TIMEOUT */
   /* Kernels (gpar_kernel_*). Strings must stay valid while the engine lives. */
   const char *kernel_cache_dir; /* disk cache of built kernels; NULL: $XDG_CACHE_HOME/gpar, else $HOME/.cache/gpar;
-                                   "": no disk cache. env GPAR_CACHE_DIR; GPAR_CACHE=0 gives "" */
+                                   "": no disk cache. env GPAR_CACHE_DIR; GPAR_CACHE=0 gives "". Made 0700; used only
+                                   when owned by the effective user and not group/other-writable (see Kernels) */
   const char *kernel_cc;        /* host kernels' compiler command (flags allowed); NULL: "cc". env GPAR_CC, else CC */
   const char *kernel_nvrtc;     /* NVRTC library CUDA kernels dlopen; NULL: libnvrtc.so.13, then libnvrtc.so.12 and
                                    libnvrtc.so. env GPAR_NVRTC */
@@ -636,6 +637,10 @@ GPAR_API int gpar_graph_destroy(gpar_graph *graph);
  *   point), and GPAR_GLOBAL_MEM / GPAR_LOCAL_MEM before the pointers into global / group-local
  *   memory that they take; GPAR_ON_CUDA, GPAR_ON_OPENCL or GPAR_ON_HOST is defined (as 1) on
  *   its backend, for code that must differ.
+ * - no directive that reads a file (#include, #include_next, #embed, #import, __has_include):
+ *   what it reads would not be part of the cache key, and each backend looks for files in its
+ *   own places; gpar_kernel_create refuses it (GPAR_EINVAL with the line and column). Put the
+ *   helpers' text in the preamble. Other directives (#define, #if, #pragma) are fine.
  * The body is one work-item's code: C99 that CUDA C++, OpenCL C 1.2 and C11 all accept
  * (statements, declarations, int, float, loops); `return` ends the work-item. Float results may
  * differ in the last bits between backends (each compiler contracts a * b + c into a fused
@@ -670,12 +675,18 @@ GPAR_API int gpar_graph_destroy(gpar_graph *graph);
  * `--version`, its flags and the CPU) and the compiler version. An entry holds its whole key
  * and a checksum; one whose key or checksum does not match, or that does not load, is rebuilt
  * from source and replaced (written to a temporary file, then renamed: processes building the
- * same kernel at once all succeed). A build that the compiler rejects is GPAR_EBUILD: the
- * message gives the compiler's first error lines, gpar_kernel_log the whole log and
- * gpar_kernel_source the generated source with the line numbers the log refers to. A device
- * that cannot build kernels (CUDA without NVRTC, a compiler that does not run) is GPAR_ENOTSUP
- * naming what is missing; libgpar itself loads and works without NVRTC. Both are kept: later
- * builds of that kernel on that device fail the same way at once.
+ * same kernel at once all succeed). Entries are native code (the host's a shared object that
+ * gets loaded), so, as ssh does, the cache folder (made with mode 0700 when missing) and each
+ * entry are used only when owned by the effective user and not writable by group or others, an
+ * entry only as a regular file (not through a symbolic link; a FIFO is refused, never waited
+ * on); otherwise a line on stderr says why and the build goes on without that entry (or without
+ * the disk cache, for the folder). The folders above the cache folder are not checked. A build
+ * that the compiler rejects is GPAR_EBUILD: the message gives the compiler's first error lines,
+ * gpar_kernel_log the whole log and gpar_kernel_source the generated source with the line
+ * numbers the log refers to. A device that cannot build kernels (CUDA without NVRTC, a compiler
+ * that does not run) is GPAR_ENOTSUP naming what is missing; libgpar itself loads and works
+ * without NVRTC. Both are kept: later builds of that kernel on that device fail the same way at
+ * once.
  *
  * Faults: a kernel that faults on the device (an out-of-bounds access) fails its launch at
  * completion: the waits on the buffers it writes report it. A CUDA fault (illegal address,
@@ -747,7 +758,8 @@ static inline gpar_arg gpar_arg_buffer(gpar_buffer buf, size_t offset) {
 /* Create a kernel on eng from its name (a C identifier, the entry point's name in traces and
  * logs), its signature (params; "" for none), its body and an optional preamble (file-scope
  * helpers, or NULL). The texts are copied. Checks the name and the signature (GPAR_EINVAL with
- * the column); builds nothing. *kernel is the null handle on failure. */
+ * the column) and refuses a directive that reads a file in the body or preamble (GPAR_EINVAL
+ * with the line and column); builds nothing. *kernel is the null handle on failure. */
 GPAR_API int gpar_kernel_create(gpar_engine *eng, const char *name, const char *params, const char *body,
                                 const char *preamble, gpar_kernel *kernel);
 /* End the handle (later calls with it: GPAR_EINVAL); returns once calls on it in progress (a

@@ -12,6 +12,7 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include "kernel_cache_fmt.h"
 #include "kernel_util.h"
 
 extern char **environ;
@@ -146,27 +147,6 @@ static void spill(const char *path, const void *b, size_t n) {
   }
 }
 
-/* The format's hash (core/kernel/disk.c), for a payload that matches its checksum. */
-static uint64_t fmt_mix(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-static uint64_t fmt_hash(const unsigned char *b, size_t n, uint64_t seed) {
-  uint64_t h = fmt_mix(seed ^ (uint64_t)n), w;
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    memcpy(&w, b + i, 8);
-    h = (h ^ (w * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
-    h ^= h >> 29;
-  }
-  w = 0;
-  memcpy(&w, b + i, n - i);
-  return fmt_mix(h ^ w);
-}
-
 enum { FLIP, TRUNCATE, MAGIC, STALE, UNLOADABLE, NDAMAGE };
 static const char *const damage_name[NDAMAGE] = {"a flipped payload byte", "a truncated file", "a bad header",
                                                  "another build's entry under this name", "a payload that does not load"};
@@ -189,7 +169,7 @@ static void damage(const char *dir, const char *path, int how) {
   if (how == UNLOADABLE) { /* a right key and checksum over a payload that is no binary at all */
     static const char junk[] = "this is not a shared object, a cubin or a program binary";
     n = 32 + klen + sizeof junk;
-    uint64_t plen = sizeof junk, sum = fmt_hash((const unsigned char *)junk, plen, 2);
+    uint64_t plen = sizeof junk, sum = kc_fmt_hash((const unsigned char *)junk, plen, 2);
     memcpy(b + 16, &plen, 8);
     memcpy(b + 24, &sum, 8);
     memcpy(b + 32 + klen, junk, sizeof junk);

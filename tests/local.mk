@@ -299,6 +299,10 @@ tests_kernel_errors_SOURCES = tests/kernel_errors.c tests/kernel_util.h $(GPAR_T
 tests_kernel_errors_LDADD = libgpar.la
 tests_kernel_cache_SOURCES = tests/kernel_cache.c tests/kernel_util.h $(GPAR_TEST_HDRS)
 tests_kernel_cache_LDADD = libgpar.la
+# kernel_cache_trust: disk cache entries and folders of other users, links, FIFOs; #include refused.
+GPAR_TAP_TESTS += tests/kernel_cache_trust
+tests_kernel_cache_trust_SOURCES = tests/kernel_cache_trust.c tests/kernel_cache_fmt.h tests/kernel_util.h $(GPAR_TEST_HDRS)
+tests_kernel_cache_trust_LDADD = libgpar.la
 tests_kernel_engine_SOURCES = tests/kernel_engine.c tests/kernel_util.h $(GPAR_TEST_HDRS)
 tests_kernel_engine_LDADD = libgpar.la
 tests_kernel_cuda_fault_SOURCES = tests/kernel_cuda_fault.c tests/kernel_util.h $(GPAR_TEST_HDRS)

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kernel/kernel.h"
 
@@ -128,11 +129,11 @@ static char *disk_key(const gpar__kernel *k, const gpar__device *dev, const char
 }
 
 /* From the disk cache; GPAR_OK when e got a loaded module. */
-static int from_disk(gpar__device *dev, const gpar__kernel *k, const char *dir, const char *key, size_t keylen,
+static int from_disk(gpar__device *dev, const gpar__kernel *k, const char *dir, int dfd, const char *key, size_t keylen,
                      gpar__kentry *e) {
   void *bin = NULL;
   size_t len = 0;
-  int st = gpar__kdisk_load(dir, key, keylen, &bin, &len);
+  int st = gpar__kdisk_load(dir, dfd, key, keylen, &bin, &len);
   if (st == GPAR_OK && (st = dev->ops->kernel_load(dev->bdev, bin, len, k->def.name, &e->module, &e->lim)) != GPAR_OK)
     gpar__log("kernel cache: an entry for kernel '%s' does not load (%s): rebuilt from source", k->def.name,
               gpar__error_msg());
@@ -142,13 +143,13 @@ static int from_disk(gpar__device *dev, const gpar__kernel *k, const char *dir, 
   return st;
 }
 
-/* Compile, keep on disk (when a cache folder is set), load. */
-static int compile(gpar__device *dev, const gpar__kernel *k, const char *dir, const char *key, size_t keylen,
+/* Compile, keep on disk (when a cache folder is open: dfd), load. */
+static int compile(gpar__device *dev, const gpar__kernel *k, const char *dir, int dfd, const char *key, size_t keylen,
                    const char *src, const char *opts, gpar__kentry *e) {
   void *bin = NULL;
   size_t len = 0;
   int st = dev->ops->kernel_compile(dev->bdev, src, opts, &bin, &len, &e->log);
-  if (st == GPAR_OK && *dir) gpar__kdisk_store(dir, key, keylen, bin, len);
+  if (st == GPAR_OK && dfd >= 0) gpar__kdisk_store(dir, dfd, key, keylen, bin, len);
   if (st == GPAR_OK) st = dev->ops->kernel_load(dev->bdev, bin, len, k->def.name, &e->module, &e->lim);
   free(bin);
   return st;
@@ -162,14 +163,16 @@ static int build_entry(gpar__kernel *k, gpar__device *dev, const char *target, g
   char *src = NULL, *key = NULL;
   size_t keylen = 0;
   const char *dir = eng->cfg.kernel_cache_dir ? eng->cfg.kernel_cache_dir : "";
-  int st = gpar__fault(eng, GPAR__FAULT_BUILD);
+  int st = gpar__fault(eng, GPAR__FAULT_BUILD), dfd = -1;
   if (st == GPAR_OK) st = dev->ops->kernel_source(dev->bdev, &k->def, &src, opts, sizeof opts);
   if (st == GPAR_OK && !(key = disk_key(k, dev, target, opts, src, &keylen))) st = gpar__errorf(GPAR_ENOMEM, "out of host memory");
+  if (st == GPAR_OK && *dir) dfd = gpar__kdisk_open(dir); /* -1: not used (said why) */
   e->origin = GPAR_KERNEL_DISK_HIT;
-  if (st == GPAR_OK && (!*dir || from_disk(dev, k, dir, key, keylen, e) != GPAR_OK)) {
+  if (st == GPAR_OK && (dfd < 0 || from_disk(dev, k, dir, dfd, key, keylen, e) != GPAR_OK)) {
     e->origin = GPAR_KERNEL_COMPILED;
-    st = compile(dev, k, dir, key, keylen, src, opts, e);
+    st = compile(dev, k, dir, dfd, key, keylen, src, opts, e);
   }
+  if (dfd >= 0) close(dfd);
   e->seconds = gpar__now() - t0;
   if (st == GPAR_OK) {
     gpar__clear_error(); /* a disk miss said why */

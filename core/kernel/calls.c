@@ -50,7 +50,8 @@ GPAR_API int gpar_kernel_create(gpar_engine *e, const char *name, const char *pa
   gpar__kernel *k = NULL;
   if (!out || !params || !body)
     st = gpar__errorf(GPAR_EINVAL, "%s: %s is NULL", fn, !out ? "kernel" : !params ? "params" : "body");
-  else if ((st = gpar__kname_check(name, fn)) == GPAR_OK) {
+  else if ((st = gpar__kname_check(name, fn)) == GPAR_OK && (st = gpar__kfiles_check(body, "body", fn)) == GPAR_OK &&
+           (st = gpar__kfiles_check(preamble, "preamble", fn)) == GPAR_OK) {
     const char *txt[4] = {name, params, body, preamble ? preamble : ""};
     if (!(k = kernel_new(eng, txt))) st = gpar__errorf(GPAR_ENOMEM, "%s: out of host memory", fn);
   }

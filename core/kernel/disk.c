@@ -6,7 +6,15 @@
  * corrupt payload). A store writes a temporary file of its own and renames it over the entry,
  * so that a reader, in this process or another, sees the old entry or the whole new one, and
  * processes building the same kernel at once all succeed (the last rename wins). Also the
- * layer's hash. */
+ * layer's hash.
+ *
+ * Who may write it: an entry's payload is native code (the host's is a shared object that gets
+ * loaded), and its checks catch accidents, not someone who writes a whole entry. So, like ssh
+ * and other per-user caches, the folder itself (made 0700 when missing) and each entry must be
+ * owned by the effective user and not writable by group or others, or they are not used (a line
+ * says why); an entry is opened through the folder's descriptor, without following a symbolic
+ * link and without blocking (a FIFO is refused, never waited on), and must be a regular file.
+ * The folders above the cache folder are not checked. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -43,8 +51,8 @@ uint64_t gpar__khash(const void *p, size_t n, uint64_t seed) {
   return mix(h ^ w);
 }
 
-static void entry_path(char *out, size_t cap, const char *dir, const char *key, size_t keylen) {
-  snprintf(out, cap, "%s/%016llx.gkc", dir, (unsigned long long)gpar__khash(key, keylen, 0));
+static void entry_name(char *out, size_t cap, const char *key, size_t keylen) {
+  snprintf(out, cap, "%016llx.gkc", (unsigned long long)gpar__khash(key, keylen, 0));
 }
 
 static void put64(unsigned char *p, uint64_t v) {
@@ -77,16 +85,31 @@ static int write_all(int fd, const void *buf, size_t n) {
   return 1;
 }
 
-/* Check the header and the key of an open entry; GPAR_OK with the payload's length. */
-static int check_entry(int fd, const char *path, const char *key, size_t keylen, uint64_t *plen, uint64_t *sum) {
+/* GPAR_OK when what sb describes (the cache folder or an entry, at path) is of type (S_IFDIR,
+ * S_IFREG), owned by the effective user and not writable by group or others. */
+static int trusted(const struct stat *sb, mode_t type, const char *path) {
+  if ((sb->st_mode & S_IFMT) != type)
+    return gpar__errorf(GPAR_EBACKEND, "kernel cache: %s: not a %s: not trusted", path,
+                        type == S_IFDIR ? "folder" : "regular file");
+  if (sb->st_uid != geteuid())
+    return gpar__errorf(GPAR_EBACKEND, "kernel cache: %s: owned by uid %u, not by this user (uid %u): not trusted",
+                        path, (unsigned)sb->st_uid, (unsigned)geteuid());
+  if (sb->st_mode & (S_IWGRP | S_IWOTH))
+    return gpar__errorf(GPAR_EBACKEND, "kernel cache: %s: writable by group or others (mode %03o): not trusted", path,
+                        (unsigned)(sb->st_mode & 0777));
+  return GPAR_OK;
+}
+
+/* Check the header and the key of an open entry (sb: its fstat); GPAR_OK with the payload's length. */
+static int check_entry(int fd, const struct stat *sb, const char *path, const char *key, size_t keylen, uint64_t *plen,
+                       uint64_t *sum) {
   unsigned char h[KDISK_HEADER];
-  struct stat sb;
-  if (fstat(fd, &sb) != 0 || !read_all(fd, h, sizeof h) || memcmp(h, KDISK_MAGIC, 8) != 0)
+  if (!read_all(fd, h, sizeof h) || memcmp(h, KDISK_MAGIC, 8) != 0)
     return gpar__errorf(GPAR_EBACKEND, "kernel cache: %s: not a cache entry (bad header)", path);
   uint64_t klen = get64(h + 8);
   *plen = get64(h + 16);
   *sum = get64(h + 24);
-  if (klen > KDISK_MAX || *plen > KDISK_MAX || (uint64_t)sb.st_size != KDISK_HEADER + klen + *plen)
+  if (klen > KDISK_MAX || *plen > KDISK_MAX || (uint64_t)sb->st_size != KDISK_HEADER + klen + *plen)
     return gpar__errorf(GPAR_EBACKEND, "kernel cache: %s: truncated or corrupt (sizes do not match)", path);
   char *k = klen == keylen ? malloc(keylen ? keylen : 1) : NULL;
   int same = k && read_all(fd, k, keylen) && memcmp(k, key, keylen) == 0;
@@ -95,13 +118,28 @@ static int check_entry(int fd, const char *path, const char *key, size_t keylen,
   return GPAR_OK;
 }
 
-int gpar__kdisk_load(const char *dir, const char *key, size_t keylen, void **payload, size_t *len) {
-  char path[1200];
-  entry_path(path, sizeof path, dir, key, keylen);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return gpar__errorf(GPAR_ENODEV, "kernel cache: no entry %s", path);
+/* Open the entry name of the folder dfd (dir) for reading, checked (trusted); its fstat in sb. */
+static int open_entry(int dfd, const char *name, const char *path, struct stat *sb, int *fd) {
+  /* O_NONBLOCK: a FIFO opens at once (and is refused below); it changes nothing on a regular file. */
+  *fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (*fd < 0 && (errno == ELOOP || errno == EMLINK))
+    return gpar__errorf(GPAR_EBACKEND, "kernel cache: %s: a symbolic link: not trusted", path);
+  if (*fd < 0) return gpar__errorf(GPAR_ENODEV, "kernel cache: no entry %s (%s)", path, strerror(errno));
+  int st = fstat(*fd, sb) != 0 ? gpar__errorf(GPAR_EBACKEND, "kernel cache: %s: %s", path, strerror(errno))
+                               : trusted(sb, S_IFREG, path);
+  if (st != GPAR_OK) close(*fd);
+  return st;
+}
+
+int gpar__kdisk_load(const char *dir, int dfd, const char *key, size_t keylen, void **payload, size_t *len) {
+  char name[64], path[1200];
+  entry_name(name, sizeof name, key, keylen);
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  struct stat sb;
+  int fd, st = open_entry(dfd, name, path, &sb, &fd);
+  if (st != GPAR_OK) return st;
   uint64_t plen = 0, sum = 0;
-  int st = check_entry(fd, path, key, keylen, &plen, &sum);
+  st = check_entry(fd, &sb, path, key, keylen, &plen, &sum);
   void *p = st == GPAR_OK ? malloc(plen ? plen : 1) : NULL;
   if (st == GPAR_OK && !p) st = gpar__errorf(GPAR_ENOMEM, "kernel cache: out of host memory");
   if (p && !read_all(fd, p, plen)) st = gpar__errorf(GPAR_EBACKEND, "kernel cache: %s: short read", path);
@@ -131,18 +169,31 @@ static int make_dirs(const char *dir) {
   return (mkdir(buf, 0700) == 0 || errno == EEXIST) && stat(buf, &sb) == 0 && S_ISDIR(sb.st_mode);
 }
 
-void gpar__kdisk_store(const char *dir, const char *key, size_t keylen, const void *payload, size_t len) {
-  static atomic_uint counter;
-  char path[1200], tmp[1300];
+int gpar__kdisk_open(const char *dir) {
   if (!make_dirs(dir)) {
     gpar__log("kernel cache: cannot create %s (%s): builds are not kept on disk", dir, strerror(errno));
-    return;
+    return -1;
   }
-  entry_path(path, sizeof path, dir, key, keylen);
-  snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", path, (long)getpid(), atomic_fetch_add(&counter, 1));
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  struct stat sb;
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int st = fd < 0 || fstat(fd, &sb) != 0 ? gpar__errorf(GPAR_EBACKEND, "kernel cache: %s: %s", dir, strerror(errno))
+                                         : trusted(&sb, S_IFDIR, dir);
+  if (st == GPAR_OK) return fd;
+  gpar__log("%s: builds are not kept on disk (make it the user's own, mode 0700, or set GPAR_CACHE_DIR)",
+            gpar__error_msg());
+  if (fd >= 0) close(fd);
+  return -1;
+}
+
+void gpar__kdisk_store(const char *dir, int dfd, const char *key, size_t keylen, const void *payload, size_t len) {
+  static atomic_uint counter;
+  char name[64], tmp[128], path[1200];
+  entry_name(name, sizeof name, key, keylen);
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", name, (long)getpid(), atomic_fetch_add(&counter, 1));
+  int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) {
-    gpar__log("kernel cache: cannot write %s: %s", tmp, strerror(errno));
+    gpar__log("kernel cache: cannot write %s/%s: %s", dir, tmp, strerror(errno));
     return;
   }
   unsigned char h[KDISK_HEADER];
@@ -152,8 +203,8 @@ void gpar__kdisk_store(const char *dir, const char *key, size_t keylen, const vo
   put64(h + 24, gpar__khash(payload, len, 2));
   int okw = write_all(fd, h, sizeof h) && write_all(fd, key, keylen) && write_all(fd, payload, len);
   okw = close(fd) == 0 && okw;
-  if (!okw || rename(tmp, path) != 0) {
+  if (!okw || renameat(dfd, tmp, dfd, name) != 0) {
     gpar__log("kernel cache: cannot write %s: %s", path, strerror(errno));
-    unlink(tmp);
+    unlinkat(dfd, tmp, 0);
   }
 }

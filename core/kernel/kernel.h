@@ -117,6 +117,9 @@ GPAR__HIDDEN int gpar__kname_check(const char *name, const char *fn);
 GPAR__HIDDEN int gpar__ksig_parse(char *text, const char *fn, gpar__kparam **out, int *n);
 /* 1 when code names GPAR_BARRIER or GPAR_LOCAL (a group barrier or group-local memory). */
 GPAR__HIDDEN int gpar__kuses_group_memory(const char *code);
+/* GPAR_EINVAL (fn: what, line and column) when code has a directive that reads a file (#include,
+ * #include_next, #embed, #import; # also spelled %: or ??=, splices anywhere) or __has_include. */
+GPAR__HIDDEN int gpar__kfiles_check(const char *code, const char *what, const char *fn);
 /* A type's signature name ("f32") and element size in bytes. */
 GPAR__HIDDEN const char *gpar__ktype_name(int type);
 GPAR__HIDDEN size_t gpar__ktype_size(int type);
@@ -132,13 +135,19 @@ GPAR__HIDDEN extern const char gpar__kernel_common[];
 
 /* A 64-bit hash of n bytes (file names, memory keys, checksums), seeded. */
 GPAR__HIDDEN uint64_t gpar__khash(const void *p, size_t n, uint64_t seed);
-/* The entry for key (keylen bytes) in dir: GPAR_OK with *payload (malloc'ed, *len bytes) when
- * the file exists and holds exactly this key and a payload that matches its checksum; else a
- * status (GPAR_ENODEV: no entry; GPAR_EBACKEND: a corrupt or stale one, said in the message). */
-GPAR__HIDDEN int gpar__kdisk_load(const char *dir, const char *key, size_t keylen, void **payload, size_t *len);
-/* Store payload under key in dir (creating dir): a temporary file renamed over the entry, so
+/* The cache folder dir, made (0700) when missing and opened: its descriptor (the caller closes
+ * it), or -1 after a line saying why it is not used (it cannot be made, or is not trusted). */
+GPAR__HIDDEN int gpar__kdisk_open(const char *dir);
+/* The entry for key (keylen bytes) in the folder dfd (dir, for messages): GPAR_OK with *payload
+ * (malloc'ed, *len bytes) when the file exists, is trusted and holds exactly this key and a
+ * payload that matches its checksum; else a status (GPAR_ENODEV: no entry; GPAR_EBACKEND: one
+ * not trusted, corrupt or stale, said in the message). */
+GPAR__HIDDEN int gpar__kdisk_load(const char *dir, int dfd, const char *key, size_t keylen, void **payload,
+                                  size_t *len);
+/* Store payload under key in the folder dfd (dir): a temporary file renamed over the entry, so
  * readers see an old entry or the whole new one. Best effort: a failure is logged, not returned. */
-GPAR__HIDDEN void gpar__kdisk_store(const char *dir, const char *key, size_t keylen, const void *payload, size_t len);
+GPAR__HIDDEN void gpar__kdisk_store(const char *dir, int dfd, const char *key, size_t keylen, const void *payload,
+                                    size_t len);
 
 /* ---- kernel.c ---- */
 

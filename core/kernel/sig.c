@@ -1,6 +1,7 @@
 /* sig.c: kernel signatures and names: the parameter types, the parser of "u64 n, f32 a, in f32
  * *x, inout f32 *y" (each mistake GPAR_EINVAL with its 1-based column), name checks, and the
- * scan for group barriers and group-local memory (which the host device cannot run). */
+ * scans for group barriers and group-local memory (which the host device cannot run) and for
+ * directives that read files (which no cache key holds). */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -207,4 +208,83 @@ int gpar__kuses_group_memory(const char *code) {
     if ((len == 12 && !strncmp(w, "GPAR_BARRIER", 12)) || (len == 10 && !strncmp(w, "GPAR_LOCAL", 10))) return 1;
   }
   return 0;
+}
+
+/* ---------------------------------------------------------------- directives that read files */
+
+/* Past the line splices (a backslash, or the trigraph ??/, then a newline) at p. */
+static const char *past_splices(const char *p) {
+  for (;;)
+    if (p[0] == '\\' && (p[1] == '\n' || (p[1] == '\r' && p[2] == '\n')))
+      p += p[1] == '\n' ? 2 : 3;
+    else if (!strncmp(p, "?\?/\n", 4))
+      p += 4;
+    else
+      return p;
+}
+
+/* Past a `#` (or %: or ??=) at p; NULL when none starts there. */
+static const char *past_hash(const char *p) {
+  if (*p == '#') return p + 1;
+  if (!strncmp(p, "?\?=", 3)) return p + 3;
+  const char *q = *p == '%' ? past_splices(p + 1) : p;
+  return *p == '%' && *q == ':' ? q + 1 : NULL;
+}
+
+/* The identifier at p (splices skipped) into w (cut at cap); returns past it. */
+static const char *splice_word(const char *p, char *w, size_t cap) {
+  size_t n = 0;
+  for (p = past_splices(p); isalnum((unsigned char)*p) || *p == '_'; p = past_splices(p + 1))
+    if (n + 1 < cap) w[n++] = *p;
+  w[n] = 0;
+  return p;
+}
+
+/* GPAR_EINVAL naming the line and column of at in code. */
+static int reads_files(const char *code, const char *at, const char *what, const char *fn, const char *hash,
+                       const char *word) {
+  int line = 1;
+  const char *bol = code;
+  for (const char *p = code; p < at; p++)
+    if (*p == '\n') line++, bol = p + 1;
+  return gpar__errorf(GPAR_EINVAL,
+                      "%s: %s, line %d, column %d: %s%s reads a file, which the kernel caches' keys cannot "
+                      "hold: put its text in the preamble instead",
+                      fn, what, line, (int)(at - bol) + 1, hash, word);
+}
+
+int gpar__kfiles_check(const char *code, const char *what, const char *fn) {
+  static const char *const bad[] = {"include", "include_next", "embed", "import"};
+  int first = 1; /* at the first token of a line */
+  char w[24];
+  for (const char *p = code; p && *p;) {
+    const char *q = skip_literal(p), *h;
+    if (q == p) q = past_splices(p);
+    if (q != p || (*p != '\n' && isspace((unsigned char)*p))) { /* a comment, a literal, a splice, a blank */
+      p = q != p ? q : p + 1;
+      continue;
+    }
+    if (*p == '\n') {
+      first = 1;
+      p++;
+    } else if (first && (h = past_hash(p))) {
+      while (*(h = past_splices(h)) == ' ' || *h == '\t' || (h[0] == '/' && h[1] == '*'))
+        h = *h == '/' ? skip_literal(h) : h + 1;
+      const char *end = splice_word(h, w, sizeof w);
+      for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        if (!strcmp(w, bad[i])) return reads_files(code, p, what, fn, "#", bad[i]);
+      first = 0;
+      p = end > h ? end : h;
+    } else if (isalpha((unsigned char)*p) || *p == '_') {
+      const char *at = p;
+      first = 0;
+      p = splice_word(p, w, sizeof w);
+      if (!strcmp(w, "__has_include") || !strcmp(w, "__has_include_next"))
+        return reads_files(code, at, what, fn, "", w);
+    } else {
+      first = 0;
+      p++;
+    }
+  }
+  return GPAR_OK;
 }
