@@ -132,13 +132,13 @@ static int safe_shutdown = -1;
  * - coll-record-sync: a collective recorded into a graph on a synchronous engine waited forever
  *   for its recorded (never submitted) op. Fixed: collectives are refused while recording
  *   (GPAR_ERECORDING), which the model now predicts.
- * - array-gpu-alias (open): on GPU paths (OpenCL, CUDA) an elementwise call (unary, binary,
- *   broadcast) whose output and an input lie in disjoint ranges of one buffer runs the in-place
- *   kernel (core/array/gpu.c compares buffers, not ranges): a wrong result. Stepped around: no
- *   such call on a device other than the host's in do_onebuf (the host oracle would fail it).
+ * - array-gpu-alias: on GPU paths (OpenCL, CUDA) an elementwise call (unary, binary, broadcast)
+ *   whose output and an input lay in disjoint ranges of one buffer ran the in-place kernel
+ *   (core/array/gpu.c compared buffers, not ranges): a wrong result. Fixed: the variant is chosen
+ *   by range (gpar__arr_same); the one-buffer host oracle checks it.
  * Each call left out is counted (known_skips). */
-#ifndef FUZZ_KNOWN_DEFAULT /* the three fixed ones (core/ in layers) are called into; "all" adds the open ones */
-#define FUZZ_KNOWN_DEFAULT "graph-alias,graph-end-null,coll-record-sync"
+#ifndef FUZZ_KNOWN_DEFAULT /* every one above is fixed: all are called into */
+#define FUZZ_KNOWN_DEFAULT "all"
 #endif
 static const char *call_known_list;
 static int call_known(const char *name) {
@@ -1802,7 +1802,7 @@ static void do_kernel_call(void) {
  * NaN, infinities and -0), so sums, products, quotients of the basic ops and axpy are exact or
  * correctly rounded in any order: reductions and BLAS compare bitwise too. do_array's first byte
  * from OB_SEL on picks this; at most OB_DEV_MAX device runs per input (each may build kernels).
- * The known defect array-gpu-alias (the list at the top) is stepped around by ob_gpu_alias. */
+ * It found array-gpu-alias (the list at the top), fixed since. */
 #define OB_DEV_MAX 4
 #ifndef OB_ULPS
 #define OB_ULPS 8
@@ -1946,13 +1946,6 @@ static int ob_issue(const ob_call *c, gpar_buffer h, gpar_map map) {
   }
 }
 
-/* Known defect array-gpu-alias: an elementwise call whose output is not at each input's offset. */
-static int ob_gpu_alias(const ob_call *c) {
-  if (c->kind == OB_UNARY) return c->off[0] != c->off[1];
-  if (c->kind == OB_BINARY) return c->off[2] != c->off[0] || c->off[2] != c->off[1];
-  return c->kind == OB_BCAST && c->off[2] != c->off[0];
-}
-
 /* The buffer's data: multiples of 1/2 in [-8, 8], with c->specials some NaN, infinities, -0. */
 static void ob_fill(const ob_call *c, unsigned char *p) {
   uint32_t x = c->seed * 2654435761u + 1;
@@ -2063,10 +2056,6 @@ static void do_onebuf(unsigned sel) {
   const smask must = ob_predict(&c, &b);
   const int gpu = !hostmem(&b);
   if (!must && gpu && ob_dev_runs >= OB_DEV_MAX) return;
-  if (!must && gpu && ob_gpu_alias(&c) && !call_known("array-gpu-alias")) { /* known defect */
-    known_skips++;
-    return;
-  }
   int st = gpar_buffer_create(es[e].e, dev, b.bytes, &b.h);
   check("gpar_buffer_create (one buffer)", st, 0, async_may(e));
   if (st != GPAR_OK) return;
