@@ -424,8 +424,15 @@ typedef struct gpar_comm_transport {
  * global members first_local.., run by transport t with context ctx. */
 GPAR_API int gpar_comm_create_transport(gpar_engine *eng, const int *devs, int ndevs, int nmembers, int first_local,
                                         const gpar_comm_transport *t, void *ctx, gpar_comm *comm);
-/* The ctx of a live transport communicator; NULL otherwise (gpar_last_error says why). */
-GPAR_API void *gpar_comm_transport_ctx(gpar_comm comm);
+/* The ctx of a live transport communicator in *ctx, held: comm's destroy (and gpar_shutdown)
+ * waits for the hold before it frees ctx, so ctx stays valid until the matching
+ * gpar_comm_transport_ctx_put. GPAR_EINVAL (*ctx NULL) for a destroyed, invalid or stale handle
+ * or one without a transport (gpar_last_error says which). Hold it for the length of a call;
+ * the holding thread must not destroy comm or shut its engine down (they would wait for it). */
+GPAR_API int gpar_comm_transport_ctx_get(gpar_comm comm, void **ctx);
+/* Drop the hold of a successful gpar_comm_transport_ctx_get(comm, ...): once per such call,
+ * never otherwise. */
+GPAR_API void gpar_comm_transport_ctx_put(gpar_comm comm);
 /* Record status and msg as the calling thread's last error (what gpar_last_error returns, and
  * what an op's failure carries when called inside a user function); returns status. */
 GPAR_API int gpar_error_set(int status, const char *msg);

@@ -235,19 +235,30 @@ GPAR_API int gpar_comm_create_mpi(gpar_engine *eng, MPI_Comm mpi_comm, const int
 
 /* ---------------------------------------------------------------- timeout, info */
 
+/* Both hold the context for the call (gpar_comm_transport_ctx_get): a concurrent destroy waits. */
 GPAR_API int gpar_mpi_set_timeout(gpar_comm comm, double seconds) {
   gpar__mpi_lost_sweep();
-  gpar__mpi_ctx *c = gpar_comm_transport_ctx(comm);
-  if (!c) return GPAR_EINVAL;
-  if (!(seconds > 0)) return gpar__mpi_fail(GPAR_EINVAL, "gpar_mpi_set_timeout: %g s is not positive", seconds);
-  atomic_store(&c->timeout, seconds);
-  return GPAR_OK;
+  void *ctx = NULL;
+  if (gpar_comm_transport_ctx_get(comm, &ctx)) return GPAR_EINVAL;
+  gpar__mpi_ctx *c = ctx;
+  int st = GPAR_OK;
+  if (!(seconds > 0))
+    st = gpar__mpi_fail(GPAR_EINVAL, "gpar_mpi_set_timeout: %g s is not positive", seconds);
+  else
+    atomic_store(&c->timeout, seconds);
+  gpar_comm_transport_ctx_put(comm);
+  return st;
 }
 
 GPAR_API int gpar_mpi_info_get(gpar_comm comm, gpar_mpi_info *info) {
-  gpar__mpi_ctx *c = gpar_comm_transport_ctx(comm);
-  if (!c) return GPAR_EINVAL;
-  if (!info) return gpar__mpi_fail(GPAR_EINVAL, "gpar_mpi_info_get: info is NULL");
-  *info = (gpar_mpi_info){c->rank, c->size, c->nccl, c->cuda_aware, c->thread_level};
-  return GPAR_OK;
+  void *ctx = NULL;
+  if (gpar_comm_transport_ctx_get(comm, &ctx)) return GPAR_EINVAL;
+  gpar__mpi_ctx *c = ctx;
+  int st = GPAR_OK;
+  if (!info)
+    st = gpar__mpi_fail(GPAR_EINVAL, "gpar_mpi_info_get: info is NULL");
+  else
+    *info = (gpar_mpi_info){c->rank, c->size, c->nccl, c->cuda_aware, c->thread_level};
+  gpar_comm_transport_ctx_put(comm);
+  return st;
 }

@@ -28,11 +28,9 @@ static int p2p_check(const gpar__mpi_ctx *c, const char *fn, gpar_buffer buf, si
   return GPAR_OK;
 }
 
-static int p2p(gpar_comm comm, gpar_buffer buf, size_t off, size_t bytes, int rank, int tag, int kind) {
-  const char *fn = gpar__mpi_kind_name(kind);
-  gpar__mpi_lost_sweep();
-  gpar__mpi_ctx *c = gpar_comm_transport_ctx(comm);
-  if (!c) return gpar__mpi_fail(GPAR_EINVAL, "%s: %s", fn, gpar_last_error());
+/* Check and submit one send or receive on context c (held by the caller). */
+static int p2p_ctx(gpar__mpi_ctx *c, const char *fn, gpar_buffer buf, size_t off, size_t bytes, int rank, int tag,
+                   int kind) {
   int st = p2p_check(c, fn, buf, off, bytes, rank, tag);
   if (st) return st;
   int in = kind == GPAR__MPI_SEND;
@@ -49,6 +47,18 @@ static int p2p(gpar_comm comm, gpar_buffer buf, size_t off, size_t bytes, int ra
     st = gpar__mpi_submit(c, j, &buf, &off, bytes, &in, !in, in, !in);
   }
   pthread_mutex_unlock(&c->submit_mu);
+  return st;
+}
+
+/* The context is held for the whole call: a concurrent gpar_comm_destroy waits for it to return
+ * (then for its op) before it frees the context; once destroy has begun, the call is refused. */
+static int p2p(gpar_comm comm, gpar_buffer buf, size_t off, size_t bytes, int rank, int tag, int kind) {
+  const char *fn = gpar__mpi_kind_name(kind);
+  gpar__mpi_lost_sweep();
+  void *c = NULL;
+  if (gpar_comm_transport_ctx_get(comm, &c)) return gpar__mpi_fail(GPAR_EINVAL, "%s: %s", fn, gpar_last_error());
+  int st = p2p_ctx(c, fn, buf, off, bytes, rank, tag, kind);
+  gpar_comm_transport_ctx_put(comm);
   return st;
 }
 

@@ -58,7 +58,8 @@ static void test_stale_slot(void) {
       int nm = -1;
       stale_ok += gpar_comm_info(s, &nm, NULL, NULL) != GPAR_EINVAL;
       stale_ok += gpar_allreduce(s, &b, NULL, 16, GPAR_FLOAT, GPAR_SUM) != GPAR_EINVAL;
-      stale_ok += gpar_comm_transport_ctx(s) != NULL;
+      void *ctx = &ctx;
+      stale_ok += gpar_comm_transport_ctx_get(s, &ctx) != GPAR_EINVAL || ctx;
       stale_ok += gpar_comm_destroy(s) != GPAR_EINVAL;
       gpar_stats_get(eng, &s1);
       enqueued += s1.ops_submitted != s0.ops_submitted;
@@ -293,7 +294,8 @@ static void test_shutdown_reclaims(void) {
      "  after the drain: its allreduce ran first, with the context intact (%d ran, %g; %d early, %d bad)",
      atomic_load(&tt.ops_run), tt.x0[0], atomic_load(&tt.early), atomic_load(&tt.bad_ctx));
   is_status(gpar_comm_info(ct, NULL, NULL, NULL), GPAR_EINVAL, "the transport communicator's handle is refused: GPAR_EINVAL");
-  ok(gpar_comm_transport_ctx(ct) == NULL, "  gpar_comm_transport_ctx gives NULL");
+  void *ctx = &ctx;
+  ok(gpar_comm_transport_ctx_get(ct, &ctx) == GPAR_EINVAL && !ctx, "  gpar_comm_transport_ctx_get: GPAR_EINVAL, NULL");
   is_status(gpar_comm_info(cs, NULL, NULL, NULL), GPAR_EINVAL, "the staged communicator's handle is refused: GPAR_EINVAL");
   is_status(gpar_comm_destroy(cs), GPAR_EINVAL, "  destroying it: GPAR_EINVAL");
   is_status(gpar_comm_destroy(ct), GPAR_EINVAL, "  destroying the transport one: GPAR_EINVAL");

@@ -310,6 +310,10 @@ tests_kernel_cuda_fault_LDADD = libgpar.la
 # fresh threads launching kernels with GPAR_HOST operands (no CUDA context current in them yet)
 tests_kernel_host_threads_SOURCES = tests/kernel_host_threads.c tests/kernel_util.h $(GPAR_TEST_HDRS)
 tests_kernel_host_threads_LDADD = libgpar.la -lpthread
+# kernel_sigchld: host kernels build and fail as they should in a process that ignores SIGCHLD.
+GPAR_TAP_TESTS += tests/kernel_sigchld
+tests_kernel_sigchld_SOURCES = tests/kernel_sigchld.c $(GPAR_TEST_HDRS)
+tests_kernel_sigchld_LDADD = libgpar.la
 # array: the array ops (core/array/): conformance on every device against a plain reference, bad
 # input refused with nothing queued, and the training step's loss against a plain-C reference on
 # every device and split across all of them.

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,26 +107,80 @@ static const char header[] =
 
 /* ---------------------------------------------------------------- the compiler */
 
-/* Run `cmd` through the shell; its output (stdout and stderr) malloc'ed into *out (may be NULL
- * without memory); the exit status, or -1 when it could not run. */
-static int run_shell(const char *cmd, char **out) {
-  char *full = malloc(strlen(cmd) + 8), *text = NULL;
+/* Everything fd gives until end of file, malloc'ed and NUL-terminated (NULL without memory). */
+static char *read_fd(int fd) {
+  char *text = NULL, buf[4096];
   size_t n = 0;
-  *out = NULL;
-  if (!full) return -1;
-  sprintf(full, "%s 2>&1", cmd);
-  FILE *p = popen(full, "r");
-  free(full);
-  if (!p) return -1;
   FILE *f = open_memstream(&text, &n);
-  char buf[4096];
-  size_t r;
-  while ((r = fread(buf, 1, sizeof buf, p)) > 0)
-    if (f) fwrite(buf, 1, r, f);
-  if (f) fclose(f);
-  int st = pclose(p);
-  *out = text;
-  return st == -1 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+  ssize_t r;
+  while ((r = read(fd, buf, sizeof buf)) > 0 || (r < 0 && errno == EINTR))
+    if (f && r > 0) fwrite(buf, 1, (size_t)r, f);
+  if (f && fclose(f) == 0) return text;
+  return NULL;
+}
+
+/* /bin/sh -c script with stdout on out_fd and fd 3 on status_fd, SIGCHLD at its default: an
+ * ignored signal stays ignored across exec, and the shell and the compiler driver wait for
+ * their own children. The child's pid, or -1. */
+static pid_t spawn_shell(const char *script, int out_fd, int status_fd) {
+  posix_spawn_file_actions_t fa;
+  posix_spawnattr_t at;
+  pid_t pid = -1;
+  if (posix_spawn_file_actions_init(&fa)) return -1;
+  if (posix_spawnattr_init(&at)) {
+    posix_spawn_file_actions_destroy(&fa);
+    return -1;
+  }
+  sigset_t def;
+  sigemptyset(&def);
+  sigaddset(&def, SIGCHLD);
+  char *argv[] = {"sh", "-c", (char *)script, NULL};
+  int bad = posix_spawn_file_actions_adddup2(&fa, status_fd, 3) || posix_spawn_file_actions_adddup2(&fa, out_fd, 1) ||
+            posix_spawnattr_setsigdefault(&at, &def) || posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGDEF);
+  if (bad || posix_spawn(&pid, "/bin/sh", &fa, &at, argv, environ)) pid = -1;
+  posix_spawnattr_destroy(&at);
+  posix_spawn_file_actions_destroy(&fa);
+  return pid;
+}
+
+/* Run `cmd` through the shell; its output (stdout and stderr) malloc'ed into *out (may be NULL
+ * without memory); the exit status, or -1 when it could not run.
+ *
+ * The status is not read from waitpid: in a process that ignores SIGCHLD (SIG_IGN or
+ * SA_NOCLDWAIT) the kernel reaps children itself, and another thread's waitpid(-1) may reap
+ * ours, so waitpid fails with ECHILD however the child ended (pclose did, and host kernels were
+ * refused for the whole process). The shell reports it instead: it runs cmd, then writes `$?` to
+ * fd 3, a pipe of ours, read after the output. The process's own signal dispositions are never
+ * changed (other threads run); the child gets SIGCHLD's default (spawn_shell). waitpid still
+ * reaps the child where the kernel does not; where it fails that is harmless. No number on fd
+ * 3: the shell was killed before it wrote one (128, failed). */
+static int run_shell(const char *cmd, char **out) {
+  int po[2] = {-1, -1}, ps[2] = {-1, -1};
+  char *script = malloc(strlen(cmd) + 48), *status = NULL;
+  *out = NULL;
+  if (script) sprintf(script, "{ %s\n} 3>&- 2>&1; echo $? >&3", cmd);
+  pid_t pid = -1;
+  if (script && !pipe2(po, O_CLOEXEC) && !pipe2(ps, O_CLOEXEC)) pid = spawn_shell(script, po[1], ps[1]);
+  free(script);
+  if (po[1] >= 0) close(po[1]); /* the child's now: end of file once it exits */
+  if (ps[1] >= 0) close(ps[1]);
+  if (pid >= 0) {
+    *out = read_fd(po[0]);
+    status = read_fd(ps[0]);
+  }
+  if (po[0] >= 0) close(po[0]);
+  if (ps[0] >= 0) close(ps[0]);
+  if (pid < 0) return -1;
+  int ws = 0;
+  pid_t w;
+  while ((w = waitpid(pid, &ws, 0)) < 0 && errno == EINTR) {
+  }
+  char *end = NULL;
+  long code = status ? strtol(status, &end, 10) : -1;
+  int reported = status && end != status && code >= 0 && code <= 255;
+  free(status);
+  if (reported) return (int)code;
+  return w == pid && WIFEXITED(ws) ? WEXITSTATUS(ws) : 128;
 }
 
 /* `$cc --version`'s first line, run once per compiler command in the process. */

@@ -1,6 +1,7 @@
 /* opencl_blas_clblast.c: GEMM on OpenCL through CLBlast: the per-lane temp buffer and its
  * shape cache, the lock that serialises CLBlast's cold calls (every routine's: GEMV and level 1
- * too), the k == 0 path, strided batches (CLBlastSgemmStridedBatched / Dgemm...) and f16/bf16
+ * too), the k == 0 path, strided batches (CLBlastSgemmStridedBatched / Dgemm..., or entry by entry
+ * with the temp buffer where CLBlast would allocate its own per call) and f16/bf16
  * operands, converted into f32 copies by the backend's own kernels (opencl_blas_kernels.c), then
  * CLBlast's SGEMM, then C converted back when it is f16/bf16. */
 #include <pthread.h>
@@ -116,6 +117,24 @@ int gpar__cl_gemm(gpar__bdev *dev, int lane, const gpar__gemm_args *a) {
   return st;
 }
 
+/* The lane's temp buffer (the plain GEMMs' and the batched ones' run entry by entry) with room
+ * for need bytes, grown only, at least 4096 (always pass a buffer: NULL would make CLBlast
+ * allocate one per call). The old one is released at once: OpenCL keeps it alive until the GEMMs
+ * already enqueued with it are done. Device close frees it. */
+static int lane_temp(gpar__bdev *dev, gpar__cllane *ln, size_t need) {
+  if (need < 4096) need = 4096;
+  if (need <= ln->temp_size) return GPAR_OK;
+  size_t want = need + need / 8; /* some slack against slowly growing shapes */
+  if ((uint64_t)want > dev->d->max_alloc) want = need;
+  cl_int err = CL_SUCCESS;
+  cl_mem t = clCreateBuffer(dev->ctx, CL_MEM_READ_WRITE, want, NULL, &err);
+  if (!t || err != CL_SUCCESS) return gpar__cl_fail("clCreateBuffer(CLBlast temp buffer)", err);
+  if (ln->temp) clReleaseMemObject(ln->temp);
+  ln->temp = t;
+  ln->temp_size = want;
+  return GPAR_OK;
+}
+
 static int gpar__cl_gemm_run(gpar__bdev *dev, gpar__cllane *ln, const gpar__gemm_args *a, const gpar__gemm_key *kp,
                              int cold) {
   const int dbl = a->elem_size == 8;
@@ -138,17 +157,8 @@ static int gpar__cl_gemm_run(gpar__bdev *dev, gpar__cllane *ln, const gpar__gemm
     ln->key_size = need;
     ln->key_valid = 1;
   }
-  if (need < 4096) need = 4096; /* always pass a buffer: NULL would make CLBlast allocate one */
-  if (need > ln->temp_size) {
-    size_t want = need + need / 8; /* some slack against slowly growing shapes */
-    if ((uint64_t)want > dev->d->max_alloc) want = need;
-    cl_int err = CL_SUCCESS;
-    cl_mem t = clCreateBuffer(dev->ctx, CL_MEM_READ_WRITE, want, NULL, &err);
-    if (!t || err != CL_SUCCESS) return gpar__cl_fail("clCreateBuffer(CLBlast temp buffer)", err);
-    if (ln->temp) clReleaseMemObject(ln->temp);
-    ln->temp = t;
-    ln->temp_size = want;
-  }
+  int st = lane_temp(dev, ln, need);
+  if (st) return st;
 
   /* No cl_event when the core will not ask for one after this GEMM (it creates a driver
    * object per call): the lane is then marked dirty and a later event_record uses a marker. */
@@ -160,14 +170,91 @@ static int gpar__cl_gemm_run(gpar__bdev *dev, gpar__cllane *ln, const gpar__gemm
   return gpar__cl_clblast_done(dev, ln, s, ev, dbl ? "CLBlastDgemmWithTempBuffer" : "CLBlastSgemmWithTempBuffer");
 }
 
-/* A strided batch (batch > 1) of f32 or f64 GEMMs: C = beta * C entry by entry when alpha or k
- * is 0, else one CLBlastXgemmStridedBatched (it takes no temp buffer: CLBlast allocates what its
- * indirect kernel needs). A lane's first call for a shape runs under the cold lock. */
-static int gpar__cl_gemm_batched(gpar__bdev *dev, gpar__cllane *ln, const gpar__gemm_ex_args *x) {
+/* Temp bytes one entry of a strided batch needs through CLBlastXgemmWithTempBuffer: the most of
+ * entries 0 and 1 (an offset of 0 can spare a copy; later entries' offsets are like entry 1's).
+ * CLBlast answers 0 for a shape it runs with its direct kernel, which takes no temp buffer. */
+static int batch_entry_temp(gpar__cllane *ln, const gpar__gemm_ex_args *x, size_t *need) {
   const gpar__gemm_args *a = &x->g;
   const int dbl = x->ab_type == GPAR_DOUBLE;
+  const CLBlastTranspose ta = a->trans_a == GPAR_TRANS ? CLBlastTransposeYes : CLBlastTransposeNo;
+  const CLBlastTranspose tb = a->trans_b == GPAR_TRANS ? CLBlastTransposeYes : CLBlastTransposeNo;
+  const size_t m = (size_t)a->m, n = (size_t)a->n, k = (size_t)a->k;
+  *need = 0;
+  for (size_t i = 0; i < 2 && i < (size_t)x->batch; i++) {
+    const size_t ao = a->a_off + i * (size_t)x->stride_a, bo = a->b_off + i * (size_t)x->stride_b;
+    const size_t co = a->c_off + i * (size_t)x->stride_c;
+    size_t one = 0;
+    CLBlastStatusCode s =
+        dbl ? CLBlastDGemmTempBufferSize(CLBlastLayoutColMajor, ta, tb, m, n, k, ao, (size_t)a->lda, bo, (size_t)a->ldb,
+                                         co, (size_t)a->ldc, &ln->q, &one)
+            : CLBlastSGemmTempBufferSize(CLBlastLayoutColMajor, ta, tb, m, n, k, ao, (size_t)a->lda, bo, (size_t)a->ldb,
+                                         co, (size_t)a->ldc, &ln->q, &one);
+    if (s != CLBlastSuccess)
+      return gpar__cl_fail(dbl ? "CLBlastDGemmTempBufferSize" : "CLBlastSGemmTempBufferSize", (cl_int)s);
+    if (one > *need) *need = one;
+  }
+  return GPAR_OK;
+}
+
+/* One CLBlastXgemmStridedBatched: for shapes CLBlast runs with its direct kernel, which
+ * allocates nothing. */
+static int gemm_strided(gpar__bdev *dev, gpar__cllane *ln, const gpar__gemm_ex_args *x) {
+  const gpar__gemm_args *a = &x->g;
+  const int dbl = x->ab_type == GPAR_DOUBLE;
+  const CLBlastLayout lay = CLBlastLayoutColMajor;
+  const CLBlastTranspose ta = a->trans_a == GPAR_TRANS ? CLBlastTransposeYes : CLBlastTransposeNo;
+  const CLBlastTranspose tb = a->trans_b == GPAR_TRANS ? CLBlastTransposeYes : CLBlastTransposeNo;
+  const size_t m = (size_t)a->m, n = (size_t)a->n, k = (size_t)a->k, nb = (size_t)x->batch;
+  const size_t sa = (size_t)x->stride_a, sb = (size_t)x->stride_b, sc = (size_t)x->stride_c;
+  cl_event ev = NULL, *evp = a->no_event ? NULL : &ev;
+  CLBlastStatusCode s =
+      dbl ? CLBlastDgemmStridedBatched(lay, ta, tb, m, n, k, a->alpha, (cl_mem)a->a, a->a_off, (size_t)a->lda, sa,
+                                       (cl_mem)a->b, a->b_off, (size_t)a->ldb, sb, a->beta, (cl_mem)a->c, a->c_off,
+                                       (size_t)a->ldc, sc, nb, &ln->q, evp)
+          : CLBlastSgemmStridedBatched(lay, ta, tb, m, n, k, (float)a->alpha, (cl_mem)a->a, a->a_off, (size_t)a->lda,
+                                       sa, (cl_mem)a->b, a->b_off, (size_t)a->ldb, sb, (float)a->beta, (cl_mem)a->c,
+                                       a->c_off, (size_t)a->ldc, sc, nb, &ln->q, evp);
+  return gpar__cl_clblast_done(dev, ln, s, ev, dbl ? "CLBlastDgemmStridedBatched" : "CLBlastSgemmStridedBatched");
+}
+
+/* Entry by entry through CLBlastXgemmWithTempBuffer and the lane's temp buffer (need bytes), for
+ * shapes that need one: CLBlastXgemmStridedBatched's indirect path would allocate batch-sized
+ * copies of A, B and C on every call. Such shapes are large (CLBlast's XGEMM_MIN_INDIRECT_SIZE
+ * cubed, 896^3 on PoCL), so a launch per entry costs little; the in-order queue runs the entries
+ * one after another, each done with the temp buffer before the next fills it. */
+static int gemm_entries(gpar__bdev *dev, gpar__cllane *ln, const gpar__gemm_ex_args *x, size_t need) {
+  const gpar__gemm_args *a = &x->g;
+  const int dbl = x->ab_type == GPAR_DOUBLE;
+  const CLBlastLayout lay = CLBlastLayoutColMajor;
+  const CLBlastTranspose ta = a->trans_a == GPAR_TRANS ? CLBlastTransposeYes : CLBlastTransposeNo;
+  const CLBlastTranspose tb = a->trans_b == GPAR_TRANS ? CLBlastTransposeYes : CLBlastTransposeNo;
+  const size_t m = (size_t)a->m, n = (size_t)a->n, k = (size_t)a->k;
+  const size_t lda = (size_t)a->lda, ldb = (size_t)a->ldb, ldc = (size_t)a->ldc;
+  int st = lane_temp(dev, ln, need);
+  for (int i = 0; i < x->batch && st == GPAR_OK; i++) {
+    const size_t ao = a->a_off + (size_t)i * (size_t)x->stride_a, bo = a->b_off + (size_t)i * (size_t)x->stride_b;
+    const size_t co = a->c_off + (size_t)i * (size_t)x->stride_c;
+    cl_event ev = NULL, *evp = a->no_event || i + 1 < x->batch ? NULL : &ev; /* the last one's event */
+    CLBlastStatusCode s =
+        dbl ? CLBlastDgemmWithTempBuffer(lay, ta, tb, m, n, k, a->alpha, (cl_mem)a->a, ao, lda, (cl_mem)a->b, bo, ldb,
+                                         a->beta, (cl_mem)a->c, co, ldc, &ln->q, evp, ln->temp)
+            : CLBlastSgemmWithTempBuffer(lay, ta, tb, m, n, k, (float)a->alpha, (cl_mem)a->a, ao, lda, (cl_mem)a->b, bo,
+                                         ldb, (float)a->beta, (cl_mem)a->c, co, ldc, &ln->q, evp, ln->temp);
+    st = gpar__cl_clblast_done(dev, ln, s, ev, dbl ? "CLBlastDgemmWithTempBuffer" : "CLBlastSgemmWithTempBuffer");
+  }
+  return st;
+}
+
+/* A strided batch (batch > 1) of f32 or f64 GEMMs: C = beta * C entry by entry when alpha or k
+ * is 0, else one CLBlastXgemmStridedBatched (direct kernel) or the entries one by one with the
+ * lane's temp buffer (gemm_entries). The temp size of a shape is asked once and cached per lane
+ * with the shape (bkey, bkey_size), as the plain path does; a lane's first call for a shape runs
+ * under the cold lock. */
+static int gpar__cl_gemm_batched(gpar__bdev *dev, gpar__cllane *ln, const gpar__gemm_ex_args *x) {
+  const gpar__gemm_args *a = &x->g;
   int st = GPAR_OK;
-  if (dbl && !dev->d->fp64) return gpar__errorf(GPAR_ENOTSUP, "dgemm: device %s has no fp64 support", dev->d->name);
+  if (x->ab_type == GPAR_DOUBLE && !dev->d->fp64)
+    return gpar__errorf(GPAR_ENOTSUP, "dgemm: device %s has no fp64 support", dev->d->name);
   if (a->alpha == 0.0 || a->k == 0) {
     pthread_mutex_lock(&gpar__clblast_cold_lock);
     for (int i = 0; i < x->batch && st == GPAR_OK; i++) {
@@ -184,28 +271,19 @@ static int gpar__cl_gemm_batched(gpar__bdev *dev, gpar__cllane *ln, const gpar__
   key.b_off = a->b_off;
   key.c_off = a->c_off;
   const int cold = !(ln->bkey_valid && memcmp(&key, &ln->bkey, sizeof key) == 0);
-  const CLBlastLayout lay = CLBlastLayoutColMajor;
-  const CLBlastTranspose ta = a->trans_a == GPAR_TRANS ? CLBlastTransposeYes : CLBlastTransposeNo;
-  const CLBlastTranspose tb = a->trans_b == GPAR_TRANS ? CLBlastTransposeYes : CLBlastTransposeNo;
-  const size_t m = (size_t)a->m, n = (size_t)a->n, k = (size_t)a->k, nb = (size_t)x->batch;
-  const size_t sa = (size_t)x->stride_a, sb = (size_t)x->stride_b, sc = (size_t)x->stride_c;
-  cl_event ev = NULL, *evp = a->no_event ? NULL : &ev;
+  size_t need = ln->bkey_size;
   if (cold) pthread_mutex_lock(&gpar__clblast_cold_lock);
-  CLBlastStatusCode s =
-      dbl ? CLBlastDgemmStridedBatched(lay, ta, tb, m, n, k, a->alpha, (cl_mem)a->a, a->a_off, (size_t)a->lda, sa,
-                                       (cl_mem)a->b, a->b_off, (size_t)a->ldb, sb, a->beta, (cl_mem)a->c, a->c_off,
-                                       (size_t)a->ldc, sc, nb, &ln->q, evp)
-          : CLBlastSgemmStridedBatched(lay, ta, tb, m, n, k, (float)a->alpha, (cl_mem)a->a, a->a_off, (size_t)a->lda,
-                                       sa, (cl_mem)a->b, a->b_off, (size_t)a->ldb, sb, (float)a->beta, (cl_mem)a->c,
-                                       a->c_off, (size_t)a->ldc, sc, nb, &ln->q, evp);
+  if (cold) st = batch_entry_temp(ln, x, &need);
+  if (st == GPAR_OK) st = need ? gemm_entries(dev, ln, x, need) : gemm_strided(dev, ln, x);
   if (cold) {
-    if (s == CLBlastSuccess) {
+    if (st == GPAR_OK) {
       ln->bkey = key;
+      ln->bkey_size = need;
       ln->bkey_valid = 1;
     }
     pthread_mutex_unlock(&gpar__clblast_cold_lock);
   }
-  return gpar__cl_clblast_done(dev, ln, s, ev, dbl ? "CLBlastDgemmStridedBatched" : "CLBlastSgemmStridedBatched");
+  return st;
 }
 
 /* f32 or f64 GEMMs, one (the plain path, with its temp buffer) or a strided batch. */

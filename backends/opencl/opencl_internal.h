@@ -94,6 +94,7 @@ typedef struct gpar__cllane {
   size_t key_size;    /* temp size CLBlast asked for `key` */
   int key_valid;
   gpar__gemm_key bkey; /* shape of the lane's last strided-batched GEMM: CLBlast's caches are warm for it */
+  size_t bkey_size;    /* temp size one entry of `bkey` needs (0: CLBlast's direct kernel, one batched call) */
   int bkey_valid;
   unsigned warm;       /* GPAR__CLW_* bits: CLBlast routines this lane has run (their caches are filled) */
   cl_mem conv[GPAR__CL_NCONV]; /* f32 copies of f16/bf16 operands, grown on demand */

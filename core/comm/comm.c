@@ -210,11 +210,25 @@ GPAR_API int gpar_comm_info(gpar_comm h, int *nmembers, int *first_local, int *n
   return GPAR_OK;
 }
 
-GPAR_API void *gpar_comm_transport_ctx(gpar_comm h) {
+/* The hold is a reference on the communicator's slot, as every call in progress takes (handle.c):
+ * destroy ends the handle at once but its recycle waits for the hold before comm_teardown frees
+ * the context, and a get after the handle ended is refused. */
+GPAR_API int gpar_comm_transport_ctx_get(gpar_comm h, void **ctx) {
   gpar__comm *c;
-  if (gpar__comm_get(h, "gpar_comm_transport_ctx", &c)) return NULL;
-  void *ctx = c->t.collective ? c->ctx : NULL;
-  if (!ctx) gpar__errorf(GPAR_EINVAL, "communicator %#llx has no transport", (unsigned long long)h.id);
-  gpar__comm_put(c);
-  return ctx;
+  if (ctx) *ctx = NULL;
+  if (!ctx) return gpar__errorf(GPAR_EINVAL, "gpar_comm_transport_ctx_get: ctx is NULL");
+  int st = gpar__comm_get(h, "gpar_comm_transport_ctx_get", &c);
+  if (st) return st;
+  if (!c->t.collective) {
+    gpar__comm_put(c);
+    return gpar__errorf(GPAR_EINVAL, "communicator %#llx has no transport", (unsigned long long)h.id);
+  }
+  *ctx = c->ctx; /* the reference stays: dropped by gpar_comm_transport_ctx_put */
+  return GPAR_OK;
+}
+
+GPAR_API void gpar_comm_transport_ctx_put(gpar_comm h) {
+  /* The hold keeps h's slot from being recycled, so the slot is still h's communicator's. */
+  gpar__handle_table *t = table();
+  if (t && h.id) gpar__handle_put(t, (uint32_t)(h.id & ((1u << COMM_SLOT_BITS) - 1)));
 }

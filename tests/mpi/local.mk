@@ -4,9 +4,12 @@
 # send/receive against a reference (comm_mpi); faults-np*.tap: timeouts, late ranks and MPI's limits
 # (faults_mpi); nccl-np*.tap: the NCCL path, concurrent collectives on 1 rank x 2 GPUs and the
 # watchdog's abort on 2 ranks x 1 GPU (nccl_mpi; they skip without CUDA GPUs). The programs share tests/mpi/mpi_test.h.
+# lifetime-np2.tap: a communicator destroyed while send, recv, set_timeout and info_get use it (lifetime_mpi).
 # Included by Makefile.am after tests/local.mk (GPAR_TEST_HDRS).
 TESTS += tests/mpi/np2.tap tests/mpi/np3.tap tests/mpi/faults-np2.tap tests/mpi/faults-np3.tap \
 	tests/mpi/nccl-np1.tap tests/mpi/nccl-np2.tap
+TESTS += tests/mpi/lifetime-np2.tap
+EXTRA_DIST += tests/mpi/lifetime-np2.tap tests/mpi/lifetime_mpi.c
 EXTRA_DIST += tests/mpi/run.sh tests/mpi/np2.tap tests/mpi/np3.tap tests/mpi/comm_mpi.c tests/mpi/mpi_test.h \
 	tests/mpi/faults-np2.tap tests/mpi/faults-np3.tap tests/mpi/faults_mpi.c \
 	tests/mpi/nccl-np1.tap tests/mpi/nccl-np2.tap tests/mpi/nccl_mpi.c tests/mpi/run-gpu.sh
@@ -21,4 +24,8 @@ tests_mpi_faults_mpi_LDADD = libgpar_mpi.la libgpar.la $(MPI_LIBS)
 tests_mpi_nccl_mpi_SOURCES = tests/mpi/nccl_mpi.c tests/mpi/mpi_test.h $(GPAR_TEST_HDRS)
 tests_mpi_nccl_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
 tests_mpi_nccl_mpi_LDADD = libgpar_mpi.la libgpar.la $(MPI_LIBS)
+check_PROGRAMS += tests/mpi/lifetime_mpi
+tests_mpi_lifetime_mpi_SOURCES = tests/mpi/lifetime_mpi.c tests/mpi/mpi_test.h $(GPAR_TEST_HDRS)
+tests_mpi_lifetime_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
+tests_mpi_lifetime_mpi_LDADD = libgpar_mpi.la libgpar.la $(MPI_LIBS)
 endif
