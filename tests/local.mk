@@ -302,6 +302,12 @@ tests_kernel_engine_SOURCES = tests/kernel_engine.c tests/kernel_util.h $(GPAR_T
 tests_kernel_engine_LDADD = libgpar.la
 tests_kernel_cuda_fault_SOURCES = tests/kernel_cuda_fault.c tests/kernel_util.h $(GPAR_TEST_HDRS)
 tests_kernel_cuda_fault_LDADD = libgpar.la
+# Names a build would trip over (keywords, the dialect's and the backends' names, built-ins,
+# macros), refused at create with the column, for kernels and maps alike; grids whose group or
+# work-item count overflows 64 bits, refused at launch.
+GPAR_TAP_TESTS += tests/kernel_names
+tests_kernel_names_SOURCES = tests/kernel_names.c tests/kernel_util.h $(GPAR_TEST_HDRS)
+tests_kernel_names_LDADD = libgpar.la
 # array: the array ops (core/array/): conformance on every device against a plain reference, bad
 # input refused with nothing queued, and the training step's loss against a plain-C reference on
 # every device and split across all of them.
