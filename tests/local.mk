@@ -308,6 +308,10 @@ tests_kernel_cuda_fault_LDADD = libgpar.la
 GPAR_TAP_TESTS += tests/kernel_names
 tests_kernel_names_SOURCES = tests/kernel_names.c tests/kernel_util.h $(GPAR_TEST_HDRS)
 tests_kernel_names_LDADD = libgpar.la
+# f16 <-> f32 bits, NaNs included, the same on every device (kernels, maps, array ops) as on the host.
+GPAR_TAP_TESTS += tests/f16_bits
+tests_f16_bits_SOURCES = tests/f16_bits.c tests/kernel_util.h $(GPAR_TEST_HDRS)
+tests_f16_bits_LDADD = libgpar.la -lm
 # array: the array ops (core/array/): conformance on every device against a plain reference, bad
 # input refused with nothing queued, and the training step's loss against a plain-C reference on
 # every device and split across all of them.
