@@ -44,7 +44,8 @@ static inline uint16_t gpar__half_from(float x) {
 }
 
 /* f16 -> f32: move the exponent and fraction into place and rebias by 112; infinity and NaN get
- * exponent 255 (a NaN keeps its sign and payload, quiet or signalling); zero and subnormals are renormalised by one exact f32 subtraction of 2^-14. */
+ * exponent 255 (a NaN keeps its sign and payload, quiet or signalling); zero and subnormals are
+ * renormalised by one exact f32 subtraction of 2^-14. */
 static inline float gpar__half_to(uint16_t h) {
   uint32_t o = (uint32_t)(h & 0x7fffu) << 13;
   const uint32_t e = o & 0x0f800000u;

@@ -34,16 +34,16 @@ static uint32_t ref_to32(uint16_t h) { return bits_of(gpar_half_to_float(h)); }
 static uint16_t ref_to16(uint32_t u) { return gpar_half_from_float(f_of(u)); }
 
 static void tables(void) {
-  static const uint32_t a[] = {
-      0x00000000, 0x80000000, 0x3f800000, 0xbf800000, 0x477fe000, 0x477fefff, 0x477ff000, 0xc77ff000, 0x7f7fffff,
-      0xff7fffff, 0x7f800000, 0xff800000, 0x7fc00000, 0xffc00000, 0x7f800001, 0xff800001, 0x7f802000, 0xff802000,
-      0x7fc00001, 0x7fc02000, 0x7fffffff, 0xffffffff, 0x7fa00000, 0x7f801fff, 0x7f804000, 0x7fbfffff, 0xffa02001,
-      0x00000001, 0x80000001, 0x007fffff, 0x33800000, 0x33000000, 0xb3000000, 0x33400000, 0x32800000, 0x33c00000,
-      0x34200000, 0x387fc000, 0x387fe000, 0x38800000, 0x3f801000, 0x3f803000, 0x3f801001, 0xbf801000, 0x3f800fff,
-      0x3dcccccd, 0x40490fdb, 0x3c7ff000, 0x7f000000};
-  static const uint16_t b[] = {0x0000, 0x8000, 0x0001, 0x8001, 0x03ff, 0x83ff, 0x0200, 0x0400, 0x3c00, 0xbc00,
-                               0x7bff, 0xfbff, 0x7c00, 0xfc00, 0x7c01, 0xfc01, 0x7d00, 0x7dff, 0x7e00, 0xfe00,
-                               0x7e01, 0x7fff, 0xffff, 0x7c10, 0xfe55, 0x3555, 0x0155};
+  static const uint32_t a[] = {0x00000000, 0x80000000, 0x3f800000, 0xbf800000, 0x477fe000, 0x477fefff, 0x477ff000,
+                               0xc77ff000, 0x7f7fffff, 0xff7fffff, 0x7f800000, 0xff800000, 0x7fc00000, 0xffc00000,
+                               0x7f800001, 0xff800001, 0x7f802000, 0xff802000, 0x7fc00001, 0x7fc02000, 0x7fffffff,
+                               0xffffffff, 0x7fa00000, 0x7f801fff, 0x7f804000, 0x7fbfffff, 0xffa02001, 0x00000001,
+                               0x80000001, 0x007fffff, 0x33800000, 0x33000000, 0xb3000000, 0x33400000, 0x32800000,
+                               0x33c00000, 0x34200000, 0x387fc000, 0x387fe000, 0x38800000, 0x3f801000, 0x3f803000,
+                               0x3f801001, 0xbf801000, 0x3f800fff, 0x3dcccccd, 0x40490fdb, 0x3c7ff000, 0x7f000000};
+  static const uint16_t b[] = {0x0000, 0x8000, 0x0001, 0x8001, 0x03ff, 0x83ff, 0x0200, 0x0400, 0x3c00,
+                               0xbc00, 0x7bff, 0xfbff, 0x7c00, 0xfc00, 0x7c01, 0xfc01, 0x7d00, 0x7dff,
+                               0x7e00, 0xfe00, 0x7e01, 0x7fff, 0xffff, 0x7c10, 0xfe55, 0x3555, 0x0155};
   n32 = (int)(sizeof a / sizeof a[0]);
   n16 = (int)(sizeof b / sizeof b[0]);
   memcpy(f32s, a, sizeof a);
@@ -60,8 +60,8 @@ static void test_host_rule(void) {
   }
   for (int i = 0; i < n16; i++) {
     uint16_t h = f16s[i];
-    if ((h & 0x7fffu) > 0x7c00u && ref_to32(h) != (((uint32_t)(h & 0x8000u) << 16) | 0x7f800000u | ((uint32_t)(h & 0x3ffu) << 13)) &&
-        !bad++)
+    if ((h & 0x7fffu) > 0x7c00u &&
+        ref_to32(h) != (((uint32_t)(h & 0x8000u) << 16) | 0x7f800000u | ((uint32_t)(h & 0x3ffu) << 13)) && !bad++)
       diag("  host: f16 %#06x -> f32 %#010x", h, ref_to32(h));
   }
   ok(!bad, "host: NaNs convert by the rule (sign and payload kept, a NaN stays a NaN)");
@@ -103,7 +103,7 @@ static void test_kernel(int d) {
   gpar_buffer bx = ku_buffer_with(eng, d, f32s, sizeof f32s), bg = ku_buffer_with(eng, d, f16s, sizeof f16s);
   gpar_buffer bh = tu_buffer(eng, d, sizeof h), bs = tu_buffer(eng, d, sizeof s), by = tu_buffer(eng, d, sizeof y),
               bl = tu_buffer(eng, d, sizeof l);
-  gpar_arg a[] = {gpar_arg_u32(N), gpar_arg_buffer(bx, 0), gpar_arg_buffer(bh, 0), gpar_arg_buffer(bg, 0),
+  gpar_arg a[] = {gpar_arg_u32(N),        gpar_arg_buffer(bx, 0), gpar_arg_buffer(bh, 0), gpar_arg_buffer(bg, 0),
                   gpar_arg_buffer(by, 0), gpar_arg_buffer(bs, 0), gpar_arg_buffer(bl, 0)};
   gpar_grid g = {{2}, {32}};
   int st = gpar_kernel_launch(k_conv, d, &g, a, 7);
@@ -122,7 +122,8 @@ static void test_kernel(int d) {
      ku_devname(eng, d));
 
   /* maps: f16 -> f32, f32 -> f16, f16 -> f32 -> f16 (the round trip keeps every f16 NaN) */
-  gpar_arg a1[] = {gpar_arg_buffer(bg, 0), gpar_arg_buffer(by, 0)}, a2[] = {gpar_arg_buffer(bx, 0), gpar_arg_buffer(bh, 0)},
+  gpar_arg a1[] = {gpar_arg_buffer(bg, 0), gpar_arg_buffer(by, 0)},
+           a2[] = {gpar_arg_buffer(bx, 0), gpar_arg_buffer(bh, 0)},
            a3[] = {gpar_arg_buffer(bg, 0), gpar_arg_buffer(bs, 0)};
   st = gpar_map_launch(m_to32, N, a1, 2);
   if (!st) st = gpar_map_launch(m_to16, N, a2, 2);
@@ -131,8 +132,8 @@ static void test_kernel(int d) {
   if (!st) st = gpar_read(bh, 0, h, sizeof h);
   if (!st) st = gpar_read(bs, 0, s, sizeof s);
   if (st) diag("  %s: %s", gpar_status_name(st), gpar_last_error());
-  ok(!st && !differ32("map f16 -> f32", d, f16s, y, want32, n16) && !differ16("map f32 -> f16", d, f32s, h, want16, n32) &&
-         !differ16("map f16 -> f16", d, in32, s, f16s, n16),
+  ok(!st && !differ32("map f16 -> f32", d, f16s, y, want32, n16) &&
+         !differ16("map f32 -> f16", d, f32s, h, want16, n32) && !differ16("map f16 -> f16", d, in32, s, f16s, n16),
      "dev %s: maps convert with the host's bits; an f16 round trip keeps every value", ku_devname(eng, d));
 
   /* gpar_unary on f16: -x, loaded to f32 and stored back (negation flips the sign bit only) */

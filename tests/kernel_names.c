@@ -14,15 +14,75 @@ static gpar_engine *eng;
 static char why[256];
 
 /* Names a build fails on, on some backend (host and PoCL: seen; CUDA: its headers). */
-static const char *const clash[] = {
-    "int", "return", "char", "memcpy", "memset", "NAN", "INFINITY", "HUGE_VALF", "HUGE_VAL", "FLT_MAX", "DBL_MAX",
-    "FLT_EPSILON", "M_PI", "MAXFLOAT", "CHAR_BIT", "INT_MAX", "UINT32_MAX", "get_global_id", "get_local_id",
-    "get_group_id", "get_local_size", "get_num_groups", "get_global_size", "barrier", "mem_fence",
-    "CLK_LOCAL_MEM_FENCE", "as_uint", "as_float", "atomic_add", "atom_add", "atomic_cmpxchg", "printf", "malloc",
-    "sqrt", "sqrtf", "exp", "fma", "size_t", "int8_t", "uint64_t", "intptr_t", "float4", "uint2", "double16", "char3",
-    "half8", "longlong2", "float2x2", "threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize", "atomicAdd",
-    "atomicCAS", "dim3", "asm", "typeof", "constexpr", "nullptr", "char16_t", "static_assert", "half", "uchar",
-    "kernel", "global", "private", "uint", "ulong"};
+static const char *const clash[] = {"int",
+                                    "return",
+                                    "char",
+                                    "memcpy",
+                                    "memset",
+                                    "NAN",
+                                    "INFINITY",
+                                    "HUGE_VALF",
+                                    "HUGE_VAL",
+                                    "FLT_MAX",
+                                    "DBL_MAX",
+                                    "FLT_EPSILON",
+                                    "M_PI",
+                                    "MAXFLOAT",
+                                    "CHAR_BIT",
+                                    "INT_MAX",
+                                    "UINT32_MAX",
+                                    "get_global_id",
+                                    "get_local_id",
+                                    "get_group_id",
+                                    "get_local_size",
+                                    "get_num_groups",
+                                    "get_global_size",
+                                    "barrier",
+                                    "mem_fence",
+                                    "CLK_LOCAL_MEM_FENCE",
+                                    "as_uint",
+                                    "as_float",
+                                    "atomic_add",
+                                    "atom_add",
+                                    "atomic_cmpxchg",
+                                    "printf",
+                                    "malloc",
+                                    "sqrt",
+                                    "sqrtf",
+                                    "exp",
+                                    "fma",
+                                    "size_t",
+                                    "int8_t",
+                                    "uint64_t",
+                                    "intptr_t",
+                                    "float4",
+                                    "uint2",
+                                    "double16",
+                                    "char3",
+                                    "half8",
+                                    "longlong2",
+                                    "float2x2",
+                                    "threadIdx",
+                                    "blockIdx",
+                                    "blockDim",
+                                    "gridDim",
+                                    "warpSize",
+                                    "atomicAdd",
+                                    "atomicCAS",
+                                    "dim3",
+                                    "asm",
+                                    "typeof",
+                                    "constexpr",
+                                    "nullptr",
+                                    "char16_t",
+                                    "static_assert",
+                                    "half",
+                                    "uchar",
+                                    "kernel",
+                                    "global",
+                                    "private",
+                                    "uint",
+                                    "ulong"};
 
 static void test_clash(void) {
   for (size_t i = 0; i < sizeof clash / sizeof clash[0]; i++) {
@@ -31,8 +91,8 @@ static void test_clash(void) {
     gpar_kernel k = {7};
     snprintf(params, sizeof params, "u64 n, u32 %s", nm);
     int st = gpar_kernel_create(eng, "k", params, "", NULL, &k);
-    int good = st == GPAR_EINVAL && k.id == 0 && strstr(gpar_last_error(), "column 12:") &&
-               strstr(gpar_last_error(), nm);
+    int good =
+        st == GPAR_EINVAL && k.id == 0 && strstr(gpar_last_error(), "column 12:") && strstr(gpar_last_error(), nm);
     if (!good) diag("  kernel scalar %s: %s %s", nm, gpar_status_name(st), gpar_last_error());
     snprintf(params, sizeof params, "inout f32 *%s", nm);
     st = gpar_kernel_create(eng, "k", params, "", NULL, &k);
@@ -43,7 +103,8 @@ static void test_clash(void) {
     st = gpar_map_create(eng, "m", params, "a = a", &m);
     snprintf(col, sizeof col, "column %d:", 18);
     good = good && st == GPAR_EINVAL && m.id == 0 && strstr(gpar_last_error(), col) && strstr(gpar_last_error(), nm);
-    if (st != GPAR_EINVAL || !strstr(gpar_last_error(), col)) diag("  map array %s: %s %s", nm, gpar_status_name(st), gpar_last_error());
+    if (st != GPAR_EINVAL || !strstr(gpar_last_error(), col))
+      diag("  map array %s: %s %s", nm, gpar_status_name(st), gpar_last_error());
     snprintf(params, sizeof params, "f32 %s, out f32 y", nm);
     st = gpar_map_create(eng, "m", params, "y = 1", &m);
     good = good && st == GPAR_EINVAL && strstr(gpar_last_error(), "column 5:");
@@ -56,17 +117,20 @@ static void test_clash(void) {
 static void test_fine(int ndev) {
   gpar_kernel k;
   int st = gpar_kernel_create(eng, "names_ok", "u64 n, f32 float5, f32 sqrt_, f32 Int, f32 get_id, inout f32 *intx",
-                              "if (GPAR_GLOBAL_ID(0) < n) intx[GPAR_GLOBAL_ID(0)] = float5 + sqrt_ + Int + get_id;", NULL, &k);
+                              "if (GPAR_GLOBAL_ID(0) < n) intx[GPAR_GLOBAL_ID(0)] = float5 + sqrt_ + Int + get_id;",
+                              NULL, &k);
   is_status(st, GPAR_OK, "names near the reserved ones are kernel parameters");
   gpar_map m;
-  is_status(gpar_map_create(eng, "map_ok", "f32 halfway, in f32 x2y, inout f32 result", "result = halfway * x2y + result", &m),
+  is_status(gpar_map_create(eng, "map_ok", "f32 halfway, in f32 x2y, inout f32 result",
+                            "result = halfway * x2y + result", &m),
             GPAR_OK, "  ... and map parameters");
   for (int d = 0; d < ndev && st == GPAR_OK; d++) {
     if (gpar_kernel_support(eng, d, why, sizeof why) != GPAR_OK) continue;
     float one[4] = {1, 1, 1, 1}, got[4] = {0};
     gpar_buffer b = ku_buffer_with(eng, d, one, sizeof one);
     gpar_grid g = {{1}, {4}};
-    gpar_arg a[] = {gpar_arg_u64(4), gpar_arg_f32(1), gpar_arg_f32(2), gpar_arg_f32(3), gpar_arg_f32(4), gpar_arg_buffer(b, 0)};
+    gpar_arg a[] = {gpar_arg_u64(4), gpar_arg_f32(1), gpar_arg_f32(2),
+                    gpar_arg_f32(3), gpar_arg_f32(4), gpar_arg_buffer(b, 0)};
     int s = gpar_kernel_launch(k, d, &g, a, 6);
     gpar_arg ma[] = {gpar_arg_f32(2), gpar_arg_buffer(b, 0), gpar_arg_buffer(b, 0)};
     if (!s) s = gpar_map_launch(m, 4, ma, 3);
