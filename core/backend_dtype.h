@@ -25,7 +25,10 @@ static inline float gpar__f32_of(uint32_t u) {
  * multiple of 2^-24 (subnormal), rounded the same way; at or past 65520 it is infinity. */
 static inline uint16_t gpar__half_from(float x) {
   const uint32_t u = gpar__f32_bits(x), sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
-  if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu)); /* NaN, quiet */
+  if (a > 0x7f800000u) { /* NaN: the sign and the payload's top 10 bits, never 0 (numpy's rule) */
+    const uint32_t m = (a >> 13) & 0x3ffu;
+    return (uint16_t)(sign | 0x7c00u | (m ? m : 1u));
+  }
   if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);                        /* overflow, inf */
   if (a >= 0x38800000u) {                                                          /* normal */
     uint32_t r = a - 0x38000000u;                                                  /* exponent - 112 */
@@ -41,7 +44,8 @@ static inline uint16_t gpar__half_from(float x) {
 }
 
 /* f16 -> f32: move the exponent and fraction into place and rebias by 112; infinity and NaN get
- * exponent 255; zero and subnormals are renormalised by one exact f32 subtraction of 2^-14. */
+ * exponent 255 (a NaN keeps its sign and payload, quiet or signalling); zero and subnormals are
+ * renormalised by one exact f32 subtraction of 2^-14. */
 static inline float gpar__half_to(uint16_t h) {
   uint32_t o = (uint32_t)(h & 0x7fffu) << 13;
   const uint32_t e = o & 0x0f800000u;

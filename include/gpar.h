@@ -441,8 +441,12 @@ GPAR_API size_t gpar_dtype_size(gpar_dtype dtype);
 
 /* ---- Element conversions on the host ----
  * f32 to f16 and to bf16 round to nearest, ties to even (as cuBLAS, CUDA's __float2half_rn and
- * OpenCL's vstore_half_rte do); a NaN stays a NaN (quiet), f16 overflow gives infinity, f16
- * underflow gives subnormals and zero with the sign kept. f16 and bf16 to f32 are exact. */
+ * OpenCL's vstore_half_rte do); f16 overflow gives infinity, f16 underflow gives subnormals and
+ * zero with the sign kept. f16 and bf16 to f32 are exact. NaNs follow numpy's rule, the same bits
+ * as kernels on every backend: f16 -> f32 keeps the sign and the payload (shifted left 13, so a
+ * signalling NaN stays one: 0x7c01 -> 0x7f802000); f32 -> f16 keeps the sign and the payload's
+ * top 10 bits, setting the lowest when those are all zero (0x7fc00000 -> 0x7e00, 0x7f800001 ->
+ * 0x7c01). f32 -> bf16 keeps a NaN's sign and top 7 payload bits and makes it quiet. */
 GPAR_API uint16_t gpar_half_from_float(float x);
 GPAR_API float gpar_half_to_float(uint16_t h);
 GPAR_API uint16_t gpar_bfloat16_from_float(float x);
@@ -629,7 +633,8 @@ GPAR_API int gpar_graph_destroy(gpar_graph *graph);
  * - GPAR_LOCAL(type, name, count): a group-local array, declared at the top level of the body;
  *   GPAR_BARRIER(): every work-item of the group waits there, and sees the writes the others
  *   made to group-local and global memory before it;
- * - f16 and bf16, bitwise the same on every backend (round to nearest even):
+ * - f16 and bf16, bitwise the same on every backend (round to nearest even; NaNs by the rule of
+ *   gpar_half_from_float and gpar_half_to_float: sign and payload kept, numpy's):
  *   gpar_load_f16(p, i) and gpar_load_bf16(p, i) give element i of p as gpar_f32,
  *   gpar_store_f16(p, i, v) and gpar_store_bf16(p, i, v) store v into it; gpar_f16_to_f32(h),
  *   gpar_f32_to_f16(f), gpar_bf16_to_f32(h) and gpar_f32_to_bf16(f) convert single values;

@@ -314,6 +314,16 @@ tests_kernel_host_threads_LDADD = libgpar.la -lpthread
 GPAR_TAP_TESTS += tests/kernel_sigchld
 tests_kernel_sigchld_SOURCES = tests/kernel_sigchld.c $(GPAR_TEST_HDRS)
 tests_kernel_sigchld_LDADD = libgpar.la
+# Names a build would trip over (keywords, the dialect's and the backends' names, built-ins,
+# macros), refused at create with the column, for kernels and maps alike; grids whose group or
+# work-item count overflows 64 bits, refused at launch.
+GPAR_TAP_TESTS += tests/kernel_names
+tests_kernel_names_SOURCES = tests/kernel_names.c tests/kernel_util.h $(GPAR_TEST_HDRS)
+tests_kernel_names_LDADD = libgpar.la
+# f16 <-> f32 bits, NaNs included, the same on every device (kernels, maps, array ops) as on the host.
+GPAR_TAP_TESTS += tests/f16_bits
+tests_f16_bits_SOURCES = tests/f16_bits.c tests/kernel_util.h $(GPAR_TEST_HDRS)
+tests_f16_bits_LDADD = libgpar.la -lm
 # array: the array ops (core/array/): conformance on every device against a plain reference, bad
 # input refused with nothing queued, and the training step's loss against a plain-C reference on
 # every device and split across all of them.

@@ -45,8 +45,10 @@ static const char header[] =
     "#define gpar_as_u32(v) __float_as_uint((float)(v))\n#define gpar_as_f32(v) __uint_as_float((unsigned)(v))\n"
     "#define gpar_as_u64(v) ((gpar_u64)__double_as_longlong((double)(v)))\n"
     "#define gpar_as_f64(v) __longlong_as_double((long long)(v))\n"
-    "GPAR_FN gpar_f32 gpar_f16_to_f32(gpar_f16 h) { float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f; }\n"
-    "GPAR_FN gpar_f16 gpar_f32_to_f16(gpar_f32 f) {\n"
+    /* f16 numbers (NaNs: the portable part, as cvt gives one canonical NaN) */
+    "GPAR_FN gpar_f32 gpar__f16_to_f32_num(gpar_f16 h) {\n"
+    "  float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f; }\n"
+    "GPAR_FN gpar_f16 gpar__f32_to_f16_num(gpar_f32 f) {\n"
     "  unsigned short h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n"
     /* atomics: CUDA's return the value before */
     "#define gpar_atomic_add_i32(p, v) atomicAdd((int *)(p), (int)(v))\n"

@@ -34,8 +34,10 @@ static const char header[] =
     "#define GPAR_LOCAL(type, name, count) __local type name[count]\n"
     "#define GPAR_BARRIER() barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)\n"
     "#define gpar_as_u32(v) as_uint((float)(v))\n#define gpar_as_f32(v) as_float((uint)(v))\n"
-    "GPAR_FN gpar_f32 gpar_f16_to_f32(gpar_f16 h) { return vload_half(0, (const __private half *)&h); }\n"
-    "GPAR_FN gpar_f16 gpar_f32_to_f16(gpar_f32 f) { gpar_f16 h; vstore_half_rte(f, 0, (__private half *)&h); return h; }\n"
+    /* f16 numbers (NaNs: the portable part, as these give one canonical NaN) */
+    "GPAR_FN gpar_f32 gpar__f16_to_f32_num(gpar_f16 h) { return vload_half(0, (const __private half *)&h); }\n"
+    "GPAR_FN gpar_f16 gpar__f32_to_f16_num(gpar_f32 f) {\n"
+    "  gpar_f16 h; vstore_half_rte(f, 0, (__private half *)&h); return h; }\n"
     /* atomics: OpenCL 1.2's return the value before, in any address space */
     "#define gpar_atomic_add_i32(p, v) atomic_add((p), (gpar_i32)(v))\n"
     "#define gpar_atomic_add_u32(p, v) atomic_add((p), (gpar_u32)(v))\n"

@@ -109,6 +109,10 @@ static int parse_param(const char *s, size_t *pos, map_param *p) {
       !strcmp(w[nw - 1], "n"))
     return gpar__errorf(GPAR_EINVAL, "gpar_map_create: column %zu: '%s' cannot name a parameter (i and n are the "
                         "index and the count)", col[nw - 1], w[nw - 1]);
+  const char *why = gpar__kname_why(w[nw - 1], strlen(w[nw - 1])); /* the kernels' own check */
+  if (why)
+    return gpar__errorf(GPAR_EINVAL, "gpar_map_create: column %zu: parameter name '%s' %s", col[nw - 1], w[nw - 1],
+                        why);
   snprintf(p->name, sizeof p->name, "%s", w[nw - 1]);
   p->type = t, p->dir = d;
   return GPAR_OK;

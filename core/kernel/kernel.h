@@ -112,6 +112,9 @@ _Static_assert(sizeof(gpar__klaunch) <= GPAR__OP_PAYLOAD, "a kernel launch fits 
 
 /* Check a kernel name (a C identifier, not a keyword, not gpar-prefixed). */
 GPAR__HIDDEN int gpar__kname_check(const char *name, const char *fn);
+/* Why the len bytes at name cannot name a kernel, a kernel's parameter or a map's (NULL when they
+ * can): one check for all, so kernels and maps never disagree. */
+GPAR__HIDDEN const char *gpar__kname_why(const char *name, size_t len);
 /* Parse a signature into n parameters (*out malloc'ed; names point into the writable copy
  * text, which the parse cuts with NULs). GPAR_EINVAL with the 1-based column on a bad one. */
 GPAR__HIDDEN int gpar__ksig_parse(char *text, const char *fn, gpar__kparam **out, int *n);

@@ -37,7 +37,7 @@ static void spread_work(kspread *s) {
   for (unsigned long r; (r = atomic_fetch_add_explicit(&s->next, 1, memory_order_relaxed)) < s->nruns;) {
     gpar__kernel_launch l = s->l;
     l.first = r * s->chunk;
-    l.count = l.first + s->chunk <= s->l.count ? s->chunk : s->l.count - l.first;
+    l.count = s->l.count - l.first >= s->chunk ? s->chunk : s->l.count - l.first;
     s->dev->ops->kernel_launch(s->dev->bdev, GPAR__LANE_COMPUTE, s->module, &l); /* the host's never fails */
     atomic_fetch_add_explicit(&s->done, 1, memory_order_release);
   }
@@ -56,7 +56,7 @@ static int host_spread(gpar__device *dev, void *module, const gpar__kernel_launc
   int workers = dev->nthreads > 0 ? dev->nthreads : 1;
   uint64_t chunk = l->count / ((uint64_t)workers * 8);
   if (chunk < 1) chunk = 1;
-  unsigned long nruns = (unsigned long)((l->count + chunk - 1) / chunk);
+  unsigned long nruns = (unsigned long)(l->count / chunk + (l->count % chunk != 0)); /* no count + chunk: it may wrap */
   int helpers = nruns - 1 < (unsigned long)(workers - 1) ? (int)(nruns - 1) : workers - 1;
   if (helpers == 0) return dev->ops->kernel_launch(dev->bdev, GPAR__LANE_COMPUTE, module, l);
   kspread *s = malloc(sizeof *s);
@@ -87,8 +87,8 @@ static int host_spread(gpar__device *dev, void *module, const gpar__kernel_launc
 static int klaunch_run(gpar__device *dev, gpar__op *op) {
   const gpar__klaunch *L = gpar__op_args(op);
   gpar__kernel_launch l = {{L->groups[0], L->groups[1], L->groups[2]}, {L->size[0], L->size[1], L->size[2]},
-                           0, (uint64_t)L->groups[0] * L->groups[1] * L->groups[2], L->nargs, L->k->params,
-                           klaunch_args(L)};
+                           0, (uint64_t)L->groups[0] * L->groups[1] * L->groups[2], /* fits: launch.c checked */
+                           L->nargs, L->k->params, klaunch_args(L)};
   if (dev->ops->ordered_by_events) return dev->ops->kernel_launch(dev->bdev, op->lane, L->e->module, &l);
   return host_spread(dev, L->e->module, &l);
 }

@@ -16,7 +16,16 @@ static const char *arg_kind_name(int kind) {
   return kind >= GPAR_ARG_I32 && kind <= GPAR_ARG_BUFFER ? names[kind] : "an unknown kind";
 }
 
-/* The grid, normalised (0 -> 1 in dimensions 1 and 2); GPAR_EINVAL when it cannot be one. */
+/* *a *= b, or 1 (and *a unchanged) when the product does not fit 64 bits. */
+static int mul_over(uint64_t *a, uint64_t b) {
+  if (b && *a > UINT64_MAX / b) return 1;
+  *a *= b;
+  return 0;
+}
+
+/* The grid, normalised (0 -> 1 in dimensions 1 and 2); GPAR_EINVAL when it cannot be one: its
+ * counts of groups and of work-items must fit 64 bits (the host's runs of groups and every
+ * backend's global ids count in 64 bits). */
 static int check_grid(const gpar_grid *grid, uint32_t g[3], uint32_t s[3]) {
   if (!grid) return gpar__errorf(GPAR_EINVAL, "gpar_kernel_launch: grid is NULL");
   for (int d = 0; d < 3; d++) {
@@ -24,6 +33,15 @@ static int check_grid(const gpar_grid *grid, uint32_t g[3], uint32_t s[3]) {
     s[d] = d && !grid->group_size[d] ? 1 : grid->group_size[d];
   }
   if (!s[0]) return gpar__errorf(GPAR_EINVAL, "gpar_kernel_launch: group_size[0] is 0");
+  if (!g[0]) return GPAR_OK; /* runs nothing */
+  uint64_t groups = g[0], items;
+  if (mul_over(&groups, g[1]) || mul_over(&groups, g[2])) /* it would wrap: a wrong grid, or none (2^64 -> 0) */
+    return gpar__errorf(GPAR_EINVAL, "gpar_kernel_launch: %u x %u x %u groups: their count does not fit 64 bits", g[0],
+                        g[1], g[2]);
+  items = groups;
+  if (mul_over(&items, s[0]) || mul_over(&items, s[1]) || mul_over(&items, s[2]))
+    return gpar__errorf(GPAR_EINVAL, "gpar_kernel_launch: %llu groups of %u x %u x %u work-items: the count of "
+                        "work-items does not fit 64 bits", (unsigned long long)groups, s[0], s[1], s[2]);
   return GPAR_OK;
 }
 
@@ -78,8 +96,8 @@ static int check_arg(gpar__kernel *k, gpar__device *dev, int i, const gpar_arg *
 
 /* The grid against the build's limits. */
 static int check_limits(const gpar__kernel *k, const gpar__kentry *e, const uint32_t g[3], const uint32_t s[3]) {
-  uint64_t items = (uint64_t)s[0] * s[1] * s[2];
-  if (items > e->lim.max_group_size)
+  uint64_t items = s[0];
+  if (mul_over(&items, s[1]) || mul_over(&items, s[2]) || items > e->lim.max_group_size)
     return gpar__errorf(GPAR_EINVAL, "gpar_kernel_launch: kernel '%s': %llu work-items per group, at most %u on this device",
                         k->def.name, (unsigned long long)items, e->lim.max_group_size);
   for (int d = 0; d < 3; d++) {

@@ -32,19 +32,109 @@ const char *gpar__ktype_name(int type) { return type >= 0 && type < GPAR__KT_NTY
 size_t gpar__ktype_size(int type) { return type >= 0 && type < GPAR__KT_NTYPES ? types[type].size : 0; }
 int gpar__ktype_arg(int type) { return type >= 0 && type < GPAR__KT_NTYPES ? types[type].arg : 0; }
 
-/* Words a parameter or kernel may not be called: C99, C++ (CUDA) and OpenCL C keywords and
- * type names that would break one backend's build. */
+/* Names a parameter or kernel may not take, sorted (strcmp order, for bsearch): the ones a build
+ * trips over on some backend, or that the dialect's macros expand to. Keywords of C11, C23 and
+ * GNU C (the host compiler's default mode), C++ (CUDA C++ through NVRTC) and OpenCL C; their type
+ * names (stdint.h's, OpenCL C's scalar, image and atomic types, CUDA's dim3); OpenCL C's
+ * work-item, synchronisation, atomic, as_type and vload/vstore built-ins; CUDA's built-in
+ * variables and atomics; the C99 math functions (float and double: the OpenCL dialect maps sqrtf
+ * to sqrt, ...) and classification macros; the macros of float.h, math.h, limits.h and stdint.h
+ * that the host's and OpenCL C's headers define (NAN, INFINITY, HUGE_VALF, INT_MAX, UINT32_MAX,
+ * ...; and by prefix below: CLK_, CL_, FLT_, DBL_, LDBL_, FP_, M_); string.h's and stdlib.h's
+ * memory calls (the host's entry point calls memcpy) and printf; main, and the signature's words
+ * in, out, inout. Seen failing a build on the host and PoCL when not refused: a scratch program
+ * built a kernel and a map with each candidate as a parameter, its body using the whole dialect;
+ * CUDA's from its headers and the dialect's preamble. */
 static const char *const reserved[] = {
-    "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum", "extern",
-    "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return", "short", "signed",
-    "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile", "while", "bool",
-    "true", "false", "class", "new", "delete", "this", "template", "typename", "namespace", "operator", "private",
-    "public", "protected", "virtual", "friend", "try", "catch", "throw", "half", "uchar", "ushort", "uint",
-    "ulong", "kernel", "global", "local", "constant", "read_only", "write_only", "read_write", "in", "out",
-    "inout", "main", NULL};
+    "BUFSIZ", "CHAR_BIT", "CHAR_MAX", "CHAR_MIN", "DECIMAL_DIG", "ENDIAN_LITTLE", "EOF", "FAST_RELAXED_MATH",
+    "HUGE_VAL", "HUGE_VALF", "HUGE_VALL", "IMAGE_SUPPORT", "INFINITY", "INT16_C", "INT16_MAX", "INT16_MIN",
+    "INT16_WIDTH", "INT32_C", "INT32_MAX", "INT32_MIN", "INT32_WIDTH", "INT64_C", "INT64_MAX", "INT64_MIN",
+    "INT64_WIDTH", "INT8_C", "INT8_MAX", "INT8_MIN", "INT8_WIDTH", "INTMAX_C", "INTMAX_MAX", "INTMAX_MIN",
+    "INTMAX_WIDTH", "INTPTR_MAX", "INTPTR_MIN", "INTPTR_WIDTH", "INT_FAST16_MAX", "INT_FAST16_MIN",
+    "INT_FAST16_WIDTH", "INT_FAST32_MAX", "INT_FAST32_MIN", "INT_FAST32_WIDTH", "INT_FAST64_MAX", "INT_FAST64_MIN",
+    "INT_FAST64_WIDTH", "INT_FAST8_MAX", "INT_FAST8_MIN", "INT_FAST8_WIDTH", "INT_LEAST16_MAX", "INT_LEAST16_MIN",
+    "INT_LEAST16_WIDTH", "INT_LEAST32_MAX", "INT_LEAST32_MIN", "INT_LEAST32_WIDTH", "INT_LEAST64_MAX",
+    "INT_LEAST64_MIN", "INT_LEAST64_WIDTH", "INT_LEAST8_MAX", "INT_LEAST8_MIN", "INT_LEAST8_WIDTH", "INT_MAX",
+    "INT_MIN", "LONG_MAX", "LONG_MIN", "MATH_ERREXCEPT", "MATH_ERRNO", "MAXFLOAT", "NAN", "NULL", "PTRDIFF_MAX",
+    "PTRDIFF_MIN", "PTRDIFF_WIDTH", "SCHAR_MAX", "SCHAR_MIN", "SHRT_MAX", "SHRT_MIN", "SIG_ATOMIC_MAX",
+    "SIG_ATOMIC_MIN", "SIG_ATOMIC_WIDTH", "SIZE_MAX", "SIZE_WIDTH", "UCHAR_MAX", "UINT16_C", "UINT16_MAX",
+    "UINT16_WIDTH", "UINT32_C", "UINT32_MAX", "UINT32_WIDTH", "UINT64_C", "UINT64_MAX", "UINT64_WIDTH", "UINT8_C",
+    "UINT8_MAX", "UINT8_WIDTH", "UINTMAX_C", "UINTMAX_MAX", "UINTMAX_WIDTH", "UINTPTR_MAX", "UINTPTR_WIDTH",
+    "UINT_FAST16_MAX", "UINT_FAST16_WIDTH", "UINT_FAST32_MAX", "UINT_FAST32_WIDTH", "UINT_FAST64_MAX",
+    "UINT_FAST64_WIDTH", "UINT_FAST8_MAX", "UINT_FAST8_WIDTH", "UINT_LEAST16_MAX", "UINT_LEAST16_WIDTH",
+    "UINT_LEAST32_MAX", "UINT_LEAST32_WIDTH", "UINT_LEAST64_MAX", "UINT_LEAST64_WIDTH", "UINT_LEAST8_MAX",
+    "UINT_LEAST8_WIDTH", "UINT_MAX", "ULONG_MAX", "USHRT_MAX", "WCHAR_MAX", "WCHAR_MIN", "WCHAR_WIDTH", "WINT_MAX",
+    "WINT_MIN", "WINT_WIDTH", "acos", "acosf", "acosh", "acoshf", "alignas", "alignof", "and", "and_eq", "as_char",
+    "as_double", "as_float", "as_half", "as_int", "as_long", "as_short", "as_uchar", "as_uint", "as_ulong",
+    "as_ushort", "asin", "asinf", "asinh", "asinhf", "asm", "assert", "async_work_group_copy", "atan", "atan2",
+    "atan2f", "atanf", "atanh", "atanhf", "atom_add", "atom_and", "atom_cmpxchg", "atom_dec", "atom_inc", "atom_max",
+    "atom_min", "atom_or", "atom_sub", "atom_xchg", "atom_xor", "atomicAdd", "atomicAnd", "atomicCAS", "atomicDec",
+    "atomicExch", "atomicInc", "atomicMax", "atomicMin", "atomicOr", "atomicSub", "atomicXor", "atomic_add",
+    "atomic_and", "atomic_cmpxchg", "atomic_dec", "atomic_double", "atomic_flag", "atomic_float", "atomic_inc",
+    "atomic_int", "atomic_intptr_t", "atomic_long", "atomic_max", "atomic_min", "atomic_or", "atomic_ptrdiff_t",
+    "atomic_size_t", "atomic_sub", "atomic_uint", "atomic_uintptr_t", "atomic_ulong", "atomic_xchg", "atomic_xor",
+    "auto", "barrier", "bitand", "bitor", "blockDim", "blockIdx", "bool", "break", "calloc", "case", "catch", "cbrt",
+    "cbrtf", "ceil", "ceilf", "char", "char16_t", "char32_t", "char8_t", "cl_mem_fence_flags", "class", "clk_event_t",
+    "clock64", "co_await", "co_return", "co_yield", "compl", "complex", "concept", "const", "const_cast", "constant",
+    "consteval", "constexpr", "constinit", "continue", "convert_float", "convert_int", "copysign", "copysignf", "cos",
+    "cosf", "cosh", "coshf", "decltype", "default", "delete", "dim3", "do", "double", "double_t", "dynamic_cast",
+    "else", "enum", "erf", "erfc", "erfcf", "erff", "errno", "event_t", "exp", "exp2", "exp2f", "expf", "explicit",
+    "expm1", "expm1f", "export", "extern", "fabs", "fabsf", "false", "fdim", "fdimf", "float", "float_t", "floor",
+    "floorf", "fma", "fmaf", "fmax", "fmaxf", "fmin", "fminf", "fmod", "fmodf", "for", "fpclassify", "fprintf",
+    "free", "frexp", "frexpf", "friend", "generic", "get_enqueued_local_size", "get_global_id",
+    "get_global_linear_id", "get_global_offset", "get_global_size", "get_group_id", "get_local_id",
+    "get_local_linear_id", "get_local_size", "get_num_groups", "get_work_dim", "global", "goto", "gridDim", "half",
+    "half_sqrt", "hypot", "hypotf", "if", "ilogb", "ilogbf", "image1d_array_t", "image1d_buffer_t", "image1d_t",
+    "image2d_array_depth_t", "image2d_array_t", "image2d_depth_t", "image2d_t", "image3d_t", "imaginary", "in",
+    "inline", "inout", "int", "int16_t", "int32_t", "int64_t", "int8_t", "int_fast16_t", "int_fast32_t",
+    "int_fast64_t", "int_fast8_t", "int_least16_t", "int_least32_t", "int_least64_t", "int_least8_t", "intmax_t",
+    "intptr_t", "isfinite", "isgreater", "isgreaterequal", "isinf", "isless", "islessequal", "islessgreater", "isnan",
+    "isnormal", "isunordered", "kernel", "ldexp", "ldexpf", "lgamma", "lgammaf", "llrint", "llrintf", "llround",
+    "llroundf", "local", "log", "log10", "log10f", "log1p", "log1pf", "log2", "log2f", "logb", "logbf", "logf",
+    "long", "lrint", "lrintf", "lround", "lroundf", "mad", "mad24", "main", "malloc", "math_errhandling", "mem_fence",
+    "memcmp", "memcpy", "memmove", "memory_order", "memory_scope", "memset", "modf", "modff", "mul24", "mutable",
+    "namespace", "nan", "nanf", "native_sqrt", "ndrange_t", "nearbyint", "nearbyintf", "new", "nextafter",
+    "nextafterf", "nexttoward", "nexttowardf", "noexcept", "not", "not_eq", "nullptr", "offsetof", "operator", "or",
+    "or_eq", "out", "pipe", "pow", "powf", "printf", "private", "protected", "ptrdiff_t", "public", "quad", "queue_t",
+    "read_mem_fence", "read_only", "read_write", "realloc", "register", "reinterpret_cast", "remainder", "remainderf",
+    "remquo", "remquof", "requires", "reserve_id_t", "restrict", "return", "rint", "rintf", "round", "roundf",
+    "sampler_t", "scalbln", "scalblnf", "scalbn", "scalbnf", "short", "signbit", "signed", "sin", "sinf", "sinh",
+    "sinhf", "size_t", "sizeof", "snprintf", "sprintf", "sqrt", "sqrtf", "static", "static_assert", "static_cast",
+    "struct", "switch", "tan", "tanf", "tanh", "tanhf", "template", "tgamma", "tgammaf", "this", "threadIdx",
+    "thread_local", "throw", "true", "trunc", "truncf", "try", "typedef", "typeid", "typename", "typeof",
+    "typeof_unqual", "uchar", "uint", "uint16_t", "uint32_t", "uint64_t", "uint8_t", "uint_fast16_t", "uint_fast32_t",
+    "uint_fast64_t", "uint_fast8_t", "uint_least16_t", "uint_least32_t", "uint_least64_t", "uint_least8_t",
+    "uintmax_t", "uintptr_t", "ulong", "union", "unsigned", "ushort", "using", "virtual", "vload_half", "vloada_half",
+    "void", "volatile", "vstore_half", "vstore_half_rte", "vstorea_half", "wait_group_events", "warpSize", "wchar_t",
+    "while", "work_group_barrier", "write_mem_fence", "write_only", "xor", "xor_eq", NULL};
+#define NRESERVED (sizeof reserved / sizeof reserved[0] - 1)
 
-/* Why name is not a usable identifier, or NULL. */
-static const char *bad_name(const char *name, size_t len) {
+static int cmp_name(const void *key, const void *elem) { return strcmp(key, *(const char *const *)elem); }
+
+/* Whether p is a vector size (1 2 3 4 8 16), or two of them joined by x (a matrix, 2x4). */
+static int vector_sizes(const char *p) {
+  static const char *const sizes[] = {"16", "1", "2", "3", "4", "8", NULL};
+  for (int dims = 0; dims < 2; dims++) {
+    int i = 0;
+    while (sizes[i] && strncmp(p, sizes[i], strlen(sizes[i]))) i++;
+    if (!sizes[i]) return 0;
+    p += strlen(sizes[i]);
+    if (!*p) return 1;
+    if (dims == 1 || *p++ != 'x') return 0;
+  }
+  return 0;
+}
+
+/* OpenCL C's and CUDA's vector types (float4, uint2, longlong3, double16, half8, float2x2 ...). */
+static int vector_type(const char *w) {
+  static const char *const base[] = {"char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "float",
+                                     "double", "half", "bool", "longlong", "ulonglong", "quad", NULL};
+  for (int b = 0; base[b]; b++)
+    if (!strncmp(w, base[b], strlen(base[b])) && vector_sizes(w + strlen(base[b]))) return 1;
+  return 0;
+}
+
+const char *gpar__kname_why(const char *name, size_t len) {
   if (len == 0) return "is empty";
   if (len > 64) return "is longer than 64 characters";
   if (!(isalpha((unsigned char)name[0]) || name[0] == '_')) return "is not a C identifier";
@@ -52,14 +142,18 @@ static const char *bad_name(const char *name, size_t len) {
     if (!(isalnum((unsigned char)name[i]) || name[i] == '_')) return "is not a C identifier";
   if (len >= 4 && (!strncmp(name, "gpar", 4) || !strncmp(name, "GPAR", 4))) return "starts with gpar (reserved)";
   if (len >= 2 && name[0] == '_' && (name[1] == '_' || isupper((unsigned char)name[1]))) return "is reserved (__ or _X)";
-  for (int i = 0; reserved[i]; i++)
-    if (strlen(reserved[i]) == len && !strncmp(name, reserved[i], len)) return "is a keyword of C, CUDA or OpenCL C";
-  return NULL;
+  char w[65];
+  memcpy(w, name, len);
+  w[len] = 0;
+  static const char *const prefix[] = {"CLK_", "CL_", "FLT_", "DBL_", "LDBL_", "FP_", "M_", NULL};
+  int hit = bsearch(w, reserved, NRESERVED, sizeof reserved[0], cmp_name) || vector_type(w);
+  for (int i = 0; prefix[i] && !hit; i++) hit = !strncmp(w, prefix[i], strlen(prefix[i]));
+  return hit ? "is reserved: a keyword, type, built-in or macro of C, CUDA, OpenCL C or the dialect" : NULL;
 }
 
 int gpar__kname_check(const char *name, const char *fn) {
   if (!name) return gpar__errorf(GPAR_EINVAL, "%s: kernel name is NULL", fn);
-  const char *why = bad_name(name, strlen(name));
+  const char *why = gpar__kname_why(name, strlen(name));
   return why ? gpar__errorf(GPAR_EINVAL, "%s: kernel name '%s' %s", fn, name, why) : GPAR_OK;
 }
 
@@ -124,7 +218,7 @@ static int parse_param(cursor *c, gpar__kparam *prm) {
   if (star && dir == GPAR__KDIR_SCALAR) return fail(c, w, "a buffer parameter needs in, out or inout before its type", NULL);
   if (!star && dir != GPAR__KDIR_SCALAR) return fail(c, nw, "a buffer parameter is a pointer: '*' before its name", NULL);
   if (!star && !types[type].arg) return fail(c, tw, "scalars are i32 u32 i64 u64 f32 or f64, not ", types[type].name);
-  const char *why = bad_name(nw, len);
+  const char *why = gpar__kname_why(nw, len);
   if (why) {
     char msg[96];
     snprintf(msg, sizeof msg, "parameter name '%.*s' ", (int)(len < 64 ? len : 64), nw);
