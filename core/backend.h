@@ -14,14 +14,30 @@
  * TLS glibc keeps for libraries opened with dlopen, so only small variables use it. */
 #define GPAR__TLS _Thread_local __attribute__((tls_model("initial-exec")))
 
-/* Lanes of one device: in-order streams / queues. Copies never share the compute lane. */
+/* Lanes of one device: in-order streams / queues. Copies never share a compute lane. A GPU
+ * device has gpar_config.lanes compute lanes (at most GPAR__COMPUTE_LANES_MAX): the first is
+ * GPAR__LANE_COMPUTE, the others GPAR__LANE_COMPUTE_MORE and up; the engine picks one for each
+ * op (core/engine/lanes.c), and each has its own BLAS handle or plan cache in the backend. */
+#define GPAR__COMPUTE_LANES_MAX 8
 enum gpar__lane {
-  GPAR__LANE_COMPUTE = 0, /* GEMM, fill, d2d copies, user functions */
-  GPAR__LANE_H2D = 1,     /* host-to-device copies */
-  GPAR__LANE_D2H = 2,     /* device-to-host copies */
-  GPAR__LANE_PEER = 3,    /* device-to-device copies between two devices (run on the source) */
-  GPAR__NLANES = 4
+  GPAR__LANE_COMPUTE = 0,      /* GEMM, fill, kernels, user functions: the first compute lane */
+  GPAR__LANE_H2D = 1,          /* host-to-device copies */
+  GPAR__LANE_D2H = 2,          /* device-to-host copies */
+  GPAR__LANE_PEER = 3,         /* device copies and collectives (run on the source) */
+  GPAR__LANE_COMPUTE_MORE = 4, /* compute lane k >= 1 is GPAR__LANE_COMPUTE_MORE + k - 1 */
+  GPAR__NLANES = GPAR__LANE_COMPUTE_MORE + GPAR__COMPUTE_LANES_MAX - 1 /* lanes a device may have */
 };
+
+/* Compute lane k (0 .. lanes-1) of a device, and back: -1 for a copy lane. */
+static inline int gpar__lane_compute(int k) { return k ? GPAR__LANE_COMPUTE_MORE + k - 1 : GPAR__LANE_COMPUTE; }
+static inline int gpar__lane_compute_index(int lane) {
+  return lane == GPAR__LANE_COMPUTE ? 0 : lane >= GPAR__LANE_COMPUTE_MORE ? lane - GPAR__LANE_COMPUTE_MORE + 1 : -1;
+}
+/* The number of compute lanes cfg asks for, within 1 .. GPAR__COMPUTE_LANES_MAX (gpar_init fills
+ * cfg->lanes in; backends read it at open). */
+static inline int gpar__lanes_of(const gpar_config *cfg) {
+  return cfg->lanes < 1 ? 1 : cfg->lanes > GPAR__COMPUTE_LANES_MAX ? GPAR__COMPUTE_LANES_MAX : cfg->lanes;
+}
 
 typedef struct gpar__backend gpar__backend; /* one backend instance (opaque to the core) */
 typedef struct gpar__bdev gpar__bdev;       /* one opened device of a backend (opaque) */

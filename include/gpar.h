@@ -121,6 +121,9 @@ typedef struct gpar_config {
   const char *kernel_cc;        /* host kernels' compiler command (flags allowed); NULL: "cc". env GPAR_CC, else CC */
   const char *kernel_nvrtc;     /* NVRTC library CUDA kernels dlopen; NULL: libnvrtc.so.13, then libnvrtc.so.12 and
                                    libnvrtc.so. env GPAR_NVRTC */
+  int lanes;                    /* compute lanes per GPU: in-order streams (CUDA) or queues (OpenCL), each with its own
+                                   BLAS handle and issuing thread, so small ops are issued in parallel; 0: the
+                                   default (1); at most 8. env GPAR_LANES */
 } gpar_config;
 
 /* Backend bits for gpar_config.backends and gpar_device_info.backend_id. */
@@ -131,7 +134,7 @@ enum { GPAR_BACKEND_HOST = 1, GPAR_BACKEND_CUDA = 2, GPAR_BACKEND_OPENCL = 4 };
 GPAR_API void gpar_config_init(gpar_config *cfg);
 
 /* The configuration eng runs with: its gpar_config with the defaults filled in (host_threads,
- * backends, comm_timeout, kernel_cache_dir, kernel_cc). */
+ * backends, comm_timeout, kernel_cache_dir, kernel_cc, lanes). */
 GPAR_API int gpar_config_get(gpar_engine *eng, gpar_config *cfg);
 
 /* Create an engine. cfg NULL: defaults plus environment overrides. Devices of every built

@@ -208,6 +208,19 @@ fuzz:
 EXTRA_DIST += tests/fuzz/run.sh tests/fuzz/api_fuzz.c tests/fuzz/corpus tests/fuzz/replay.sh tests/fuzz/replay_main.c \
 	tests/fuzz/sources.sh tests/fuzz/found
 
+# lanes: compute lanes per GPU (gpar_config.lanes 1, 2, 4): the config kept, independent ops
+# spread over the lanes, a consumer on another lane sees its producers (OpenCL, CUDA devices).
+GPAR_TAP_TESTS += tests/lanes
+tests_lanes_SOURCES = tests/lanes.c $(GPAR_TEST_HDRS)
+tests_lanes_LDADD = libgpar.la
+# lanes_matrix: tests/dag, faults and contention with GPAR_LANES=1, 2 and 4.
+TESTS += tests/lanes_matrix.tap
+CLEANFILES += tests/lanes_matrix.tap tests/lanes-matrix.*.out
+EXTRA_DIST += tests/lanes-matrix.sh
+tests/lanes_matrix.tap: Makefile
+	$(AM_V_GEN)$(MKDIR_P) tests && echo '#!/bin/sh' > $@ && \
+	  echo 'exec $(SHELL) "$(abs_top_srcdir)/tests/lanes-matrix.sh" "$(abs_top_builddir)"' >> $@
+
 # ---------------------------------------------------------------- conventions
 # layers: core/ in layers: includes, symbols (nm over the built objects), an engine that names
 # no kind of op (tests/layers.sh says what it checks).

@@ -4,13 +4,13 @@
  * 64^3-256^3, bench/results/h200-x2-2026-11-30/probes.txt, probe 3). One plan cache for every
  * form: f32 and f64, strided batches (the layouts' BATCH_COUNT and STRIDED_BATCH_OFFSET), f16 and
  * bf16 operands with f32 sums and C in f32 or their type. Calls cuda_errors.c only; the workspace
- * is the cuBLAS handle's (d->blas_ws, made before the plans' handle). */
+ * is the cuBLAS handle's (b->ws, made before the plans' handle). */
 #include <string.h>
 
 #include "cuda_internal.h"
 
-int gpar__cuda_lt_open(struct cuda_dev *d) {
-  return gpar__cublas_check(cublasLtCreate(&d->lt.lt), "cublasLtCreate");
+int gpar__cuda_lt_open(struct cuda_blas *b) {
+  return gpar__cublas_check(cublasLtCreate(&b->lt.lt), "cublasLtCreate");
 }
 
 static void lt_plan_clear(struct cuda_lt_plan *p) {
@@ -21,10 +21,10 @@ static void lt_plan_clear(struct cuda_lt_plan *p) {
   memset(p, 0, sizeof *p);
 }
 
-void gpar__cuda_lt_close(struct cuda_dev *d) {
-  for (int i = 0; i < CUDA_LT_PLANS; i++) lt_plan_clear(&d->lt.plan[i]);
-  if (d->lt.lt) (void)cublasLtDestroy(d->lt.lt);
-  d->lt.lt = NULL;
+void gpar__cuda_lt_close(struct cuda_blas *b) {
+  for (int i = 0; i < CUDA_LT_PLANS; i++) lt_plan_clear(&b->lt.plan[i]);
+  if (b->lt.lt) (void)cublasLtDestroy(b->lt.lt);
+  b->lt.lt = NULL;
 }
 
 /* Largest power of two, at most 256, dividing the address, the leading dimension and the batch
@@ -56,7 +56,7 @@ static int lt_layout(cublasLtMatrixLayout_t *l, int t, int rows, int cols, int l
 /* Build plan p for key k: descriptor, layouts, and the heuristic's best algorithm within the
  * workspace and alignments. No algorithm (none returned, or CUBLAS_STATUS_NOT_SUPPORTED) leaves
  * p in state CUDA_LT_NONE; any other failure is returned, p empty. */
-static int lt_plan_make(struct cuda_dev *d, const gpar__gemm_key *k, struct cuda_lt_plan *p) {
+static int lt_plan_make(struct cuda_blas *b, const gpar__gemm_key *k, struct cuda_lt_plan *p) {
   const int dbl = k->ab_type == GPAR_DOUBLE;
   const cudaDataType_t dt = dbl ? CUDA_R_64F : CUDA_R_32F; /* alpha and beta */
   const cublasComputeType_t ct = dbl ? CUBLAS_COMPUTE_64F : k->tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
@@ -96,7 +96,7 @@ static int lt_plan_make(struct cuda_dev *d, const gpar__gemm_key *k, struct cuda
     if ((st = gpar__cublas_check(cublasLtMatmulPreferenceSetAttribute(pref, al_attr[i], &al[i], sizeof al[i]),
                                  "cublasLtMatmulPreferenceSetAttribute(MIN_ALIGNMENT)")))
       goto fail;
-  s = cublasLtMatmulAlgoGetHeuristic(d->lt.lt, p->desc, p->la, p->lb, p->lc, p->lc, pref, 1, &res, &got);
+  s = cublasLtMatmulAlgoGetHeuristic(b->lt.lt, p->desc, p->la, p->lb, p->lc, p->lc, pref, 1, &res, &got);
   (void)cublasLtMatmulPreferenceDestroy(pref);
   pref = NULL;
   const int none = s == CUBLAS_STATUS_SUCCESS && (got < 1 || res.state != CUBLAS_STATUS_SUCCESS);
@@ -119,8 +119,8 @@ fail:
 /* The plan for key k: the last one used, another cached one, or a new one in the place of the
  * least recently used (its descriptors are host objects: destroying them does not touch GEMMs
  * already enqueued or captured). NULL with *st set when a new one could not be made. */
-static struct cuda_lt_plan *lt_plan_get(struct cuda_dev *d, const gpar__gemm_key *k, int *st) {
-  struct cuda_lt_cache *c = &d->lt;
+static struct cuda_lt_plan *lt_plan_get(struct cuda_blas *b, const gpar__gemm_key *k, int *st) {
+  struct cuda_lt_cache *c = &b->lt;
   struct cuda_lt_plan *p = &c->plan[c->last];
   *st = GPAR_OK;
   c->tick++;
@@ -140,13 +140,13 @@ static struct cuda_lt_plan *lt_plan_get(struct cuda_dev *d, const gpar__gemm_key
   }
   p = &c->plan[victim];
   lt_plan_clear(p);
-  if ((*st = lt_plan_make(d, k, p))) return NULL;
+  if ((*st = lt_plan_make(b, k, p))) return NULL;
   p->used = c->tick;
   c->last = victim;
   return p;
 }
 
-int gpar__cuda_lt_gemm(struct cuda_dev *d, const gpar__gemm_ex_args *x, int *ran) {
+int gpar__cuda_lt_gemm(struct cuda_blas *b, const gpar__gemm_ex_args *x, int *ran) {
   const gpar__gemm_args *a = &x->g;
   const size_t es = (size_t)a->elem_size, cs = gpar_dtype_size((gpar_dtype)x->c_type);
   const void *A = (const char *)a->a + a->a_off * es, *B = (const char *)a->b + a->b_off * es;
@@ -159,22 +159,22 @@ int gpar__cuda_lt_gemm(struct cuda_dev *d, const gpar__gemm_ex_args *x, int *ran
   k.align_a = lt_align(A, a->lda, batched ? x->stride_a : 0, es);
   k.align_b = lt_align(B, a->ldb, batched ? x->stride_b : 0, es);
   k.align_c = lt_align(C, a->ldc, batched ? x->stride_c : 0, cs);
-  k.tf32 = x->ab_type == GPAR_FLOAT && d->be->tf32;
-  struct cuda_lt_plan *p = lt_plan_get(d, &k, &st);
+  k.tf32 = x->ab_type == GPAR_FLOAT && b->be->tf32;
+  struct cuda_lt_plan *p = lt_plan_get(b, &k, &st);
   if (!p) return st;
   if (p->state != CUDA_LT_READY) return GPAR_OK;
   const float fa = (float)a->alpha, fb = (float)a->beta;
   const int dbl = x->ab_type == GPAR_DOUBLE;
   const void *alpha = dbl ? (const void *)&a->alpha : (const void *)&fa;
   const void *beta = dbl ? (const void *)&a->beta : (const void *)&fb;
-  cublasStatus_t s = cublasLtMatmul(d->lt.lt, p->desc, alpha, A, p->la, B, p->lb, beta, C, p->lc, C, p->lc, &p->algo,
-                                    d->blas_ws, CUDA_BLAS_WORKSPACE, d->lane[GPAR__LANE_COMPUTE]);
+  cublasStatus_t s = cublasLtMatmul(b->lt.lt, p->desc, alpha, A, p->la, B, p->lb, beta, C, p->lc, C, p->lc, &p->algo,
+                                    b->ws, CUDA_BLAS_WORKSPACE, b->s);
   if (s == CUBLAS_STATUS_NOT_SUPPORTED) { /* keep the key, remember to use cuBLAS for it */
     gpar__gemm_key kept = p->key;
     lt_plan_clear(p);
     p->key = kept;
     p->state = CUDA_LT_NONE;
-    p->used = d->lt.tick;
+    p->used = b->lt.tick;
     return GPAR_OK;
   }
   if ((st = gpar__cublas_check(s, "cublasLtMatmul"))) return st;

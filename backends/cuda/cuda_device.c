@@ -47,6 +47,7 @@ int gpar__cuda_open(const gpar_config *cfg, gpar__backend **bep, int *ndev) {
   be->ndev = n;
   be->tf32 = cfg ? cfg->tf32 : 0;
   be->lt = cfg ? cfg->cublaslt >= 0 : 1;
+  be->lanes = cfg ? gpar__lanes_of(cfg) : 1;
   be->comm_timeout = cfg && cfg->comm_timeout > 0 ? cfg->comm_timeout : 300.0;
   snprintf(be->nvrtc, sizeof be->nvrtc, "%s", cfg && cfg->kernel_nvrtc ? cfg->kernel_nvrtc : "");
   *bep = be;
@@ -138,7 +139,8 @@ int gpar__cuda_dev_init(struct cuda_dev *d) {
   }
 
   /* Lanes: non-blocking streams, never synchronised with the legacy default stream. */
-  for (int l = 0; l < GPAR__NLANES; l++)
+  d->lanes = d->be->lanes;
+  for (int l = 0; l < GPAR__LANE_COMPUTE_MORE + d->lanes - 1; l++) /* the copy lanes and d->lanes compute lanes */
     if ((st = gpar__cuda_check(cudaStreamCreateWithFlags(&d->lane[l], cudaStreamNonBlocking),
                                "cudaStreamCreateWithFlags")))
       return st;
@@ -211,9 +213,12 @@ int gpar__cuda_native(gpar__bdev *dev, int lane, gpar_native *out) {
   out->backend = "cuda";
   out->device = dev->d.ordinal; /* backend-local; the core puts the flat-list index here */
   out->backend_index = dev->d.ordinal;
+  struct cuda_blas *b = gpar__cuda_blas_of(&dev->d, lane);
+  if (lane < 0 || lane >= GPAR__NLANES || !dev->d.lane[lane])
+    return gpar__errorf(GPAR_EINVAL, "cuda: device %d has no lane %d", dev->d.ordinal, lane);
   out->stream = (void *)dev->d.lane[lane];
   out->context = NULL;
-  out->blas = (void *)dev->d.blas;
+  out->blas = (void *)(b ? b : &dev->d.blas[0])->h; /* a copy lane's: the first compute lane's */
   return GPAR_OK;
 }
 

@@ -24,7 +24,8 @@ static void join_lanes(struct cuda_dev *d, int lane) {
   if (cudaStreamIsCapturing(d->lane[lane], &cs) != cudaSuccess || cs != cudaStreamCaptureStatusActive) return;
   for (int l = 0; l < GPAR__NLANES; l++) {
     enum cudaStreamCaptureStatus ls = cudaStreamCaptureStatusNone;
-    if (l == lane || cudaStreamIsCapturing(d->lane[l], &ls) != cudaSuccess || ls != cudaStreamCaptureStatusActive)
+    if (l == lane || !d->lane[l] || cudaStreamIsCapturing(d->lane[l], &ls) != cudaSuccess ||
+        ls != cudaStreamCaptureStatusActive) /* a lane it lacks (NULL) would be the legacy stream */
       continue;
     if (cudaEventRecord(d->join_ev, d->lane[l]) != cudaSuccess ||
         cudaStreamWaitEvent(d->lane[lane], d->join_ev, 0) != cudaSuccess)
@@ -44,7 +45,8 @@ int gpar__cuda_graph_end(gpar__bdev *dev, int lane, void **out) {
   /* Ended, even when it failed: a lane still capturing would refuse the eager replay. */
   for (int l = 0; l < GPAR__NLANES; l++) {
     enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-    if (cudaStreamIsCapturing(d->lane[l], &cs) == cudaSuccess && cs == cudaStreamCaptureStatusNone) continue;
+    if (!d->lane[l] || (cudaStreamIsCapturing(d->lane[l], &cs) == cudaSuccess && cs == cudaStreamCaptureStatusNone))
+      continue;
     (void)cudaGetLastError();
     if (exec) (void)cudaGraphExecDestroy(exec);
     exec = NULL;

@@ -38,17 +38,18 @@
 struct gpar__backend {
   int ndev;
   int tf32;
+  int lanes; /* compute lanes per device (gpar_config.lanes) */
   int lt; /* 1: GEMMs through cached cublasLt plans (cuda_blas_lt.c); 0: cublasSgemm/Dgemm (GPAR_CUBLASLT=0) */
   double comm_timeout; /* GPAR_COMM_TIMEOUT, seconds: the longest an NCCL call may stay in progress (cuda_nccl.c) */
   char nvrtc[256];     /* gpar_config.kernel_nvrtc: the NVRTC library kernels load ("": the default list) */
 };
 
-/* cuBLAS workspace per device, set by us so cuBLAS never allocates (and synchronises) on its own;
+/* cuBLAS workspace per compute lane, set by us so cuBLAS never allocates (and synchronises) on its own;
  * cublasLt plans use the same one (same stream, so never two GEMMs in it at once). 32 MiB is
  * NVIDIA's recommendation for Hopper. */
 #define CUDA_BLAS_WORKSPACE ((size_t)32 << 20)
 
-/* cublasLt plans kept per device (its compute lane); the least recently used one goes. */
+/* cublasLt plans kept per compute lane; the least recently used one goes. */
 #define CUDA_LT_PLANS 32
 
 /* What identifies a plan: everything cublasLt's heuristic saw, in the key both GPU backends
@@ -68,8 +69,7 @@ struct cuda_lt_plan {
   cublasLtMatmulAlgo_t algo;
 };
 
-/* Touched only by the device's dispatcher thread (GEMMs run on the compute lane only) and by
- * open/close; the counters are read by gpar_stats_get from any thread. */
+/* One per compute lane (struct cuda_blas). */
 struct cuda_lt_cache {
   cublasLtHandle_t lt;
   struct cuda_lt_plan plan[CUDA_LT_PLANS];
@@ -80,6 +80,18 @@ struct cuda_lt_cache {
 };
 
 struct cuda_dev;
+
+/* One compute lane's BLAS (cuda_blas_cublas.c): its cuBLAS handle bound to the lane's stream,
+ * the workspace that handle and cublasLt share (one stream: never two GEMMs in it at once), and
+ * its cublasLt plans. Touched only by the thread that issues the lane (and open/close); the
+ * counters are read by gpar_stats_get from any thread. */
+struct cuda_blas {
+  gpar__backend *be;
+  cudaStream_t s;
+  cublasHandle_t h;
+  void *ws; /* CUDA_BLAS_WORKSPACE bytes */
+  struct cuda_lt_cache lt;
+};
 
 struct gpar__event {
   cudaEvent_t ev;
@@ -96,11 +108,10 @@ struct cuda_event_pool {
 struct cuda_dev {
   gpar__backend *be;
   int ordinal;
+  int lanes;                 /* compute lanes (gpar_config.lanes): lane[] has GPAR__LANE_COMPUTE_MORE + lanes - 1 */
   cudaStream_t lane[GPAR__NLANES];
   cudaStream_t alloc_stream; /* private, otherwise idle: only cudaMallocAsync/cudaFreeAsync */
-  cublasHandle_t blas;       /* cuda_blas_cublas.c: bound to lane[GPAR__LANE_COMPUTE] */
-  void *blas_ws;            /* CUDA_BLAS_WORKSPACE bytes, shared by cuBLAS and cublasLt */
-  struct cuda_lt_cache lt;   /* cuda_blas_lt.c */
+  struct cuda_blas blas[GPAR__COMPUTE_LANES_MAX]; /* [k]: compute lane k's (cuda_blas_cublas.c) */
   cudaMemPool_t pool;
   uint64_t old_threshold; /* the default pool's threshold before us, restored at close */
   pthread_mutex_t ev_lock;
@@ -119,6 +130,12 @@ static inline int gpar__cuda_peer_on(const struct cuda_dev *d, int peer) {
 struct gpar__bdev {
   struct cuda_dev d;
 };
+
+/* The BLAS of a compute lane of d; NULL for a copy lane or one d does not have. */
+static inline struct cuda_blas *gpar__cuda_blas_of(struct cuda_dev *d, int lane) {
+  int k = gpar__lane_compute_index(lane);
+  return k >= 0 && k < d->lanes ? &d->blas[k] : NULL;
+}
 
 /* ---- cuda_errors.c ---- */
 
@@ -191,14 +208,14 @@ GPAR__HIDDEN int gpar__cuda_event_elapsed(gpar__event *start, gpar__event *end, 
 /* ---- cuda_blas_lt.c: GEMM through cublasLt plans cached per shape ---- */
 
 /* Create d's cublasLt handle (d current; d->blas_ws allocated). */
-GPAR__HIDDEN int gpar__cuda_lt_open(struct cuda_dev *d);
+GPAR__HIDDEN int gpar__cuda_lt_open(struct cuda_blas *b);
 /* Destroy the plans and the handle. Safe on a partial open. */
-GPAR__HIDDEN void gpar__cuda_lt_close(struct cuda_dev *d);
+GPAR__HIDDEN void gpar__cuda_lt_close(struct cuda_blas *b);
 /* Enqueue the GEMM (alpha != 0, k > 0; any batch and types) through d's cached plan for its
  * shape, making the plan the first time. *ran = 0 with GPAR_OK when cublasLt has no algorithm for
  * it (the caller then uses cuBLAS's own call); no allocation or synchronisation, so it can be
  * captured in a graph. */
-GPAR__HIDDEN int gpar__cuda_lt_gemm(struct cuda_dev *d, const gpar__gemm_ex_args *a, int *ran);
+GPAR__HIDDEN int gpar__cuda_lt_gemm(struct cuda_blas *b, const gpar__gemm_ex_args *a, int *ran);
 
 /* ---- cuda_blas_cublas.c ---- */
 

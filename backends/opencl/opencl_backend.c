@@ -74,6 +74,7 @@ static int gpar__cl_open(const gpar_config *cfg, gpar__backend **out, int *ndev)
   }
   gpar__backend *be = calloc(1, sizeof *be);
   if (be) be->profiling = cfg && cfg->trace_path != NULL;
+  if (be) be->lanes = cfg ? gpar__lanes_of(cfg) : 1;
   cl_platform_id *pids = calloc(np, sizeof *pids);
   if (!be || !pids) {
     free(be);
@@ -230,6 +231,7 @@ static void gpar__cl_device_close(gpar__bdev *dev) {
     if (ln->temp) clReleaseMemObject(ln->temp);
     if (ln->q) clReleaseCommandQueue(ln->q);
   }
+  pthread_mutex_destroy(&dev->shared_mu);
   free(dev);
 }
 
@@ -241,7 +243,8 @@ static int gpar__cl_device_open(gpar__backend *be, int idx, gpar__bdev **out) {
   dev->idx = idx;
   dev->d = &be->devs[idx];
   dev->ctx = be->plats[dev->d->plat].ctx;
-  for (int l = 0; l < GPAR__NLANES; l++) {
+  pthread_mutex_init(&dev->shared_mu, NULL);
+  for (int l = 0; l < GPAR__LANE_COMPUTE_MORE + be->lanes - 1; l++) {
     cl_int err = CL_SUCCESS;
     /* In-order; profiling only while tracing (it timestamps every command). clCreateCommandQueue
      * is the 1.2 entry point, deprecated but present in every ICD loader. */
@@ -261,7 +264,7 @@ static int gpar__cl_device_open(gpar__backend *be, int idx, gpar__bdev **out) {
 }
 
 static int gpar__cl_native(gpar__bdev *dev, int lane, gpar_native *out) {
-  if (lane < 0 || lane >= GPAR__NLANES) return gpar__errorf(GPAR_EINVAL, "opencl: no lane %d", lane);
+  if (lane < 0 || lane >= GPAR__NLANES || !dev->lanes[lane].q) return gpar__errorf(GPAR_EINVAL, "opencl: no lane %d", lane);
   /* A user function will enqueue work the backend cannot see: the next event_record must use a
    * marker rather than the lane's last known command. */
   atomic_store_explicit(&dev->lanes[lane].dirty, 1, memory_order_relaxed);
@@ -576,6 +579,34 @@ static int gpar__cl_lane_sync(gpar__bdev *dev, int lane) {
   return GPAR_OK;
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* Several compute lanes, each issued by its own thread: a cl_kernel is not safe to give arguments
+ * from two threads at once, and the lanes share some (a portable kernel's module, the backend's
+ * own conversion program, which the first call builds). The calls that set such arguments hold
+ * the device's shared_mu while they set them and enqueue; plain GEMMs (CLBlast makes its kernel
+ * objects per call) and copies run on each lane's thread unlocked. */
+#define GPAR__CL_SHARED(name, fn, argtype)                    \
+  static int name(gpar__bdev *dev, int lane, argtype a) {     \
+    int many = dev->be->lanes > 1;                            \
+    if (many) pthread_mutex_lock(&dev->shared_mu);            \
+    int st = fn(dev, lane, a);                                \
+    if (many) pthread_mutex_unlock(&dev->shared_mu);          \
+    return st;                                                \
+  }
+GPAR__CL_SHARED(gpar__cl_gemm_ex_shared, gpar__cl_gemm_ex, const gpar__gemm_ex_args *)
+GPAR__CL_SHARED(gpar__cl_gemv_shared, gpar__cl_gemv, const gpar__gemv_args *)
+GPAR__CL_SHARED(gpar__cl_axpy_shared, gpar__cl_axpy, const gpar__blas1_args *)
+GPAR__CL_SHARED(gpar__cl_scal_shared, gpar__cl_scal, const gpar__blas1_args *)
+GPAR__CL_SHARED(gpar__cl_dot_shared, gpar__cl_dot, const gpar__blas1_args *)
+
+static int gpar__cl_kernel_launch_shared(gpar__bdev *dev, int lane, void *module, const gpar__kernel_launch *l) {
+  int many = dev->be->lanes > 1;
+  if (many) pthread_mutex_lock(&dev->shared_mu);
+  int st = gpar__cl_kernel_launch(dev, lane, module, l);
+  if (many) pthread_mutex_unlock(&dev->shared_mu);
+  return st;
+}
+
 const gpar__backend_ops gpar__opencl_backend = {
     .name = "opencl",
     .id = GPAR_BACKEND_OPENCL,
@@ -598,11 +629,11 @@ const gpar__backend_ops gpar__opencl_backend = {
     .copy = gpar__cl_copy,
     .fill = gpar__cl_fill,
     .gemm = gpar__cl_gemm,
-    .gemm_ex = gpar__cl_gemm_ex,
-    .gemv = gpar__cl_gemv,
-    .axpy = gpar__cl_axpy,
-    .scal = gpar__cl_scal,
-    .dot = gpar__cl_dot,
+    .gemm_ex = gpar__cl_gemm_ex_shared,
+    .gemv = gpar__cl_gemv_shared,
+    .axpy = gpar__cl_axpy_shared,
+    .scal = gpar__cl_scal_shared,
+    .dot = gpar__cl_dot_shared,
     .peer_ok = gpar__cl_peer_ok,
     .event_record = gpar__cl_event_record,
     .event_wait = gpar__cl_event_wait,
@@ -617,6 +648,6 @@ const gpar__backend_ops gpar__opencl_backend = {
     .kernel_compile = gpar__cl_kernel_compile,
     .kernel_load = gpar__cl_kernel_load,
     .kernel_unload = gpar__cl_kernel_unload,
-    .kernel_launch = gpar__cl_kernel_launch,
+    .kernel_launch = gpar__cl_kernel_launch_shared,
     .kernel_module_per_device = 1, /* a program is built for one device; clSetKernelArg is per kernel object */
 };

@@ -51,6 +51,7 @@ struct gpar__backend {
   int nplat, ndev;
   int attached; /* gpar__cl_contexts_attach was called: detach at close */
   int profiling; /* tracing is on: lanes are profiling queues, event_elapsed works */
+  int lanes;     /* compute lanes per device (gpar_config.lanes), each an in-order queue */
   gpar__clplat *plats;
   gpar__cldev *devs;
   /* Pinned host memory (host_alloc): buffers of one context mapped on a private queue. */
@@ -112,7 +113,8 @@ struct gpar__bdev {
   int idx;
   gpar__cldev *d;
   cl_context ctx;
-  gpar__cllane lanes[GPAR__NLANES];
+  gpar__cllane lanes[GPAR__NLANES]; /* the copy lanes and be->lanes compute lanes have a queue */
+  pthread_mutex_t shared_mu;        /* several compute lanes: a call that sets a shared cl_kernel's arguments */
   /* The backend's own program and its kernels (opencl_blas_kernels.c), built at first use by the
    * device's dispatcher; prog_err: the build failed (its status is returned again). */
   cl_program prog;

@@ -14,6 +14,7 @@
 #include "engine/deps.h"
 #include "engine/device.h"
 #include "engine/fault.h"
+#include "engine/lanes.h"
 
 /* ---------------------------------------------------------------- GPU completion thread */
 
@@ -39,6 +40,7 @@ void gpar__completer_hand(gpar__device *dev, gpar__op *group) {
   pthread_mutex_unlock(&dev->cmu);
   for (gpar__op *op = no_event; op; op = next) { /* its lane was synchronised: done already */
     next = op->next;
+    gpar__lane_done(op);
     gpar__op_done(op);
   }
 }
@@ -49,7 +51,7 @@ void gpar__completer_hand(gpar__device *dev, gpar__op *group) {
 static gpar__op *take_done_locked(gpar__device *dev, int *busy, gpar__op **watch) {
   gpar__op *done = NULL, **done_tail = &done;
   *busy = 0;
-  for (int l = 0; l < GPAR__NLANES; l++) {
+  for (int l = 0; l < dev->nlanes; l++) {
     gpar__op *op;
     gpar__event *seen = NULL; /* a run's ops share their cover's event: query it once */
     int seen_q = 0;
@@ -98,7 +100,8 @@ static void complete_done(gpar__device *dev, gpar__op *done) {
   }
   for (gpar__op *op = done, *next; op; op = next) {
     next = op->next;
-    gpar__op_done(op); /* deps.c */
+    gpar__lane_done(op); /* lanes.c: its lane's load */
+    gpar__op_done(op);   /* deps.c */
   }
 }
 
@@ -124,7 +127,7 @@ void *gpar__completer_main(void *arg) {
     }
     stop = !done && !busy && dev->cstop;
     pthread_mutex_unlock(&dev->cmu);
-    for (int l = 0; l < GPAR__NLANES; l++) /* watchdogs, outside every lock */
+    for (int l = 0; l < dev->nlanes; l++) /* watchdogs, outside every lock */
       if (watch[l]) watch[l]->kind->pending(dev, watch[l]);
     if (stop) break;
     if (done) {

@@ -29,6 +29,7 @@
 #include "engine/deps.h"
 #include "engine/device.h"
 #include "engine/inflight.h"
+#include "engine/lanes.h"
 #include "engine/queue.h"
 #include "engine/trace.h"
 
@@ -177,7 +178,7 @@ static void make_ready(gpar__op *op, gpar__device *local, gpar__op **next) {
     *next = op;
     return;
   }
-  gpar__queue_push(op->dev->ready, op);
+  gpar__queue_push(gpar__lane_take(op), op); /* lanes.c: its lane's dispatcher, or the CPU workers */
 }
 
 /* ---------------------------------------------------------------- submit */
@@ -342,7 +343,8 @@ void gpar__op_release_lane(gpar__op *op, gpar__device *local, gpar__op ***local_
   for (int i = 0; i < op->succs.n; i++) {
     gpar__edge *e = &op->succs.v[i];
     gpar__op *c = e->op;
-    if (!(e->flags & GPAR__EDGE_EVENT) || (e->flags & GPAR__EDGE_RELEASED) || c->dev != op->dev || c->lane != op->lane)
+    if (!(e->flags & GPAR__EDGE_EVENT) || (e->flags & GPAR__EDGE_RELEASED) || c->dev != op->dev ||
+        !gpar__lane_claim(c, op->lane)) /* lanes.c: an open consumer takes op's lane */
       continue;
     e->flags |= GPAR__EDGE_RELEASED;
     release_event_consumer(op, c, e->flags, local, local_tail);

@@ -24,7 +24,7 @@ GPAR__HIDDEN void gpar__op_done(gpar__op *op);
  * dispatcher), the others queued. */
 GPAR__HIDDEN void gpar__op_dispatched(gpar__op *op, gpar__device *local, gpar__op ***local_tail);
 /* op was enqueued on its lane, its event not known yet: release only the consumers on that same
- * lane (the lane orders them), appended to *local_tail. */
+ * lane (the lane orders them; an open one takes the lane, lanes.h), appended to *local_tail. */
 GPAR__HIDDEN void gpar__op_release_lane(gpar__op *op, gpar__device *local, gpar__op ***local_tail);
 
 /* Test hook (exported, not in gpar.h): the slots looked at so far by the ops that left the

@@ -5,6 +5,7 @@
 #define GPAR_CORE_ENGINE_DEVICE_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "backend.h"
 
@@ -20,9 +21,19 @@ struct gpar__device {
   gpar__bdev *bdev;
   gpar_device_props info;
   gpar_engine *eng;
-  gpar__queue *ready;
+  gpar__queue *ready;          /* CPU workers' queue, or a GPU's dispatcher 0: copy lanes, compute lane 0 */
   int nthreads;
-  pthread_t *threads;          /* dispatcher (GPU) or workers (CPU) */
+  pthread_t *threads;          /* dispatchers (GPU: one per compute lane) or workers (CPU) */
+  /* GPU: compute lanes (gpar_config.lanes) and what lanes.c keeps of them; lanes in use run
+   * from 0 to nlanes - 1 (GPAR__LANE_COMPUTE_MORE + lanes - 1). */
+  int lanes, nlanes;
+  gpar__queue *lane_ready[GPAR__COMPUTE_LANES_MAX]; /* [k]: ready ops of compute lane k's dispatcher ([0]: ready) */
+  struct gpar__issuer {
+    gpar__device *dev;
+    int k;                     /* the compute lane it issues (0: also the copy lanes) */
+  } issuer[GPAR__COMPUTE_LANES_MAX];
+  atomic_int load[GPAR__COMPUTE_LANES_MAX]; /* ops given compute lane k and not completed */
+  atomic_uint turn;            /* round robin among equally loaded lanes */
   /* completion (event backends): per-lane FIFO of dispatched ops */
   pthread_t completer;
   pthread_mutex_t cmu;

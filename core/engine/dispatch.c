@@ -1,8 +1,9 @@
 /* dispatch.c: running ops. Each op runs through its kind's table (op->kind->run); the engine
- * never looks inside. CPU workers run ready ops to completion; one dispatcher thread per GPU
- * enqueues them on lanes, makes lanes wait on producers' events and records events only where
- * someone needs them, then hands the ops to the completion thread (complete.c). So one
- * submitting thread keeps every GPU busy. No engine lock is held during vendor calls. */
+ * never looks inside. CPU workers run ready ops to completion; one dispatcher thread per compute
+ * lane of a GPU (the first also issues the copy lanes; lanes.h) enqueues them on its lanes,
+ * makes lanes wait on producers' events and records events only where someone needs them, then
+ * hands the ops to the completion thread (complete.c). So one submitting thread keeps every GPU
+ * busy. No engine lock is held during vendor calls. */
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "engine/deps.h"
 #include "engine/device.h"
 #include "engine/fault.h"
+#include "engine/lanes.h"
 #include "engine/queue.h"
 
 /* ---------------------------------------------------------------- CPU workers */
@@ -106,7 +108,9 @@ static int needs_own_event(gpar__device *dev, gpar__op *op) {
   gpar__spin_lock(&op->lock); /* consumers may be linked meanwhile */
   for (int i = 0; i < op->succs.n && !need; i++) {
     const gpar__op *c = op->succs.v[i].op;
-    need = (op->succs.v[i].flags & GPAR__EDGE_EVENT) && (c->dev != dev || c->lane != op->lane);
+    int cl = gpar__lane_of(c); /* open (-1): it may still take op's compute lane (lanes.h) */
+    int other = cl >= 0 ? cl != op->lane : gpar__lane_compute_index(op->lane) < 0;
+    need = (op->succs.v[i].flags & GPAR__EDGE_EVENT) && (c->dev != dev || other);
   }
   gpar__spin_unlock(&op->lock);
   return need;
@@ -210,36 +214,63 @@ static gpar__op *next_op(dispatch_todo *t) {
 
 /* Every GPAR__DISPATCH_GROUP dispatched ops: what waits in the ready queue joins the backlog,
  * and the backlog's turn comes when released consumers compete with it. */
-static void look_at_queue(gpar__device *dev, dispatch_todo *t) {
-  fifo_append(&t->backlog, gpar__queue_take(dev->ready, GPAR__DISPATCH_BATCH));
+static void look_at_queue(gpar__queue *q, dispatch_todo *t) {
+  fifo_append(&t->backlog, gpar__queue_take(q, GPAR__DISPATCH_BATCH));
   if (t->backlog.head && t->released.head) t->due = GPAR__DISPATCH_GROUP;
 }
 
 /* Close the runs of the other lanes that opened GPAR__DISPATCH_GROUP dispatched ops ago. */
 static void close_old_runs(gpar__device *dev, lane_run *run, int lane, unsigned long dispatched,
                            gpar__op ***local_tail) {
-  for (int l = 0; l < GPAR__NLANES; l++)
+  for (int l = 0; l < dev->nlanes; l++)
     if (l != lane && run[l].head && dispatched - run[l].opened >= GPAR__DISPATCH_GROUP)
       close_run(dev, &run[l], local_tail);
 }
 
+/* Consumers released on this device (a list by ->next): with several compute lanes, those of
+ * another dispatcher's lane go to its queue (lanes.c picks the lane of an open one); the rest,
+ * in order, to *t. 1 when any stays here. */
+static int keep_released(const struct gpar__issuer *me, dispatch_todo *t, gpar__op *list) {
+  gpar__queue *mine = me->dev->lane_ready[me->k];
+  int kept = 0;
+  if (me->dev->lanes <= 1) {
+    fifo_append(&t->released, list);
+    return list != NULL;
+  }
+  for (gpar__op *op = list, *next; op; op = next) {
+    next = op->next;
+    op->next = NULL;
+    gpar__queue *q = gpar__lane_take(op);
+    if (q != mine) {
+      gpar__queue_push(q, op);
+      continue;
+    }
+    fifo_append(&t->released, op);
+    kept = 1;
+  }
+  return kept;
+}
+
 /* Out of work: close every run (their consumers on this device are released), else wait for
  * the ready queue. 0 when the queue is stopped and empty. */
-static int refill(gpar__device *dev, lane_run *run, dispatch_todo *t) {
-  gpar__op *got = gpar__queue_take(dev->ready, GPAR__DISPATCH_BATCH);
+static int refill(const struct gpar__issuer *me, lane_run *run, dispatch_todo *t) {
+  gpar__device *dev = me->dev;
+  gpar__queue *q = dev->lane_ready[me->k];
+  gpar__op *got = gpar__queue_take(q, GPAR__DISPATCH_BATCH);
   if (!got) {
     gpar__op *local = NULL, **local_tail = &local;
-    for (int l = 0; l < GPAR__NLANES; l++) close_run(dev, &run[l], &local_tail);
-    fifo_append(&t->released, local);
-    if (local) return 1;
-    if (!(got = gpar__queue_pop(dev->ready, GPAR__DISPATCH_BATCH))) return 0;
+    for (int l = 0; l < dev->nlanes; l++) close_run(dev, &run[l], &local_tail);
+    if (keep_released(me, t, local)) return 1;
+    if (!(got = gpar__queue_pop(q, GPAR__DISPATCH_BATCH))) return 0;
   }
   fifo_append(&t->backlog, got);
   return 1;
 }
 
 static void *gpu_dispatcher(void *arg) {
-  gpar__device *dev = arg;
+  const struct gpar__issuer *me = arg;
+  gpar__device *dev = me->dev;
+  gpar__queue *q = dev->lane_ready[me->k];
   gpar__in_op = 1;
   if (dev->ops->bind_thread) dev->ops->bind_thread(dev->bdev);
   lane_run run[GPAR__NLANES] = {{0}};
@@ -249,12 +280,12 @@ static void *gpu_dispatcher(void *arg) {
   unsigned long dispatched = 0, looked = 0; /* ops dispatched; when the queue was last looked at */
   for (;;) {
     if (dispatched - looked >= GPAR__DISPATCH_GROUP) {
-      look_at_queue(dev, &t);
+      look_at_queue(q, &t);
       looked = dispatched;
     }
     gpar__op *op = next_op(&t);
     if (!op) {
-      if (!refill(dev, run, &t)) break;
+      if (!refill(me, run, &t)) break;
       looked = dispatched;
       continue;
     }
@@ -275,7 +306,7 @@ static void *gpu_dispatcher(void *arg) {
     else
       gpar__op_release_lane(op, dev, &local_tail); /* consumers on this lane follow soon */
     close_old_runs(dev, run, lane, dispatched, &local_tail);
-    fifo_append(&t.released, local);
+    keep_released(me, &t, local);
   }
   for (int l = 0; l < GPAR__NLANES; l++) assert(!run[l].head);
   assert(!t.released.head && !t.backlog.head);
@@ -285,16 +316,32 @@ static void *gpu_dispatcher(void *arg) {
 
 /* ---------------------------------------------------------------- threads of a device */
 
+/* A GPU's compute lanes: a ready queue and an issuer for each (lanes.h); 0 for a CPU. */
+static int lanes_open(gpar__device *dev) {
+  int gpu = dev->ops->ordered_by_events;
+  dev->lanes = gpu ? gpar__lanes_of(&dev->eng->cfg) : 0;
+  dev->nlanes = gpu ? GPAR__LANE_COMPUTE_MORE + dev->lanes - 1 : 0;
+  dev->lane_ready[0] = dev->ready;
+  for (int k = 0; k < dev->lanes; k++) {
+    dev->issuer[k].dev = dev;
+    dev->issuer[k].k = k;
+    if (k && !(dev->lane_ready[k] = gpar__queue_new(1))) return gpar__errorf(GPAR_ENOMEM, "out of host memory for a lane");
+  }
+  return GPAR_OK;
+}
+
 int gpar__device_start(gpar__device *dev) {
-  dev->nthreads = dev->ops->ordered_by_events ? 1 : dev->eng->cfg.host_threads;
+  int st = lanes_open(dev);
+  if (st != GPAR_OK) return st;
+  dev->nthreads = dev->ops->ordered_by_events ? dev->lanes : dev->eng->cfg.host_threads;
   dev->threads = calloc((size_t)dev->nthreads, sizeof *dev->threads);
   if (!dev->threads) {
     dev->nthreads = 0;
     return gpar__errorf(GPAR_ENOMEM, "out of host memory for threads");
   }
-  void *(*fn)(void *) = dev->ops->ordered_by_events ? gpu_dispatcher : host_worker;
   for (int i = 0; i < dev->nthreads; i++)
-    if (pthread_create(&dev->threads[i], NULL, fn, dev)) {
+    if (dev->ops->ordered_by_events ? pthread_create(&dev->threads[i], NULL, gpu_dispatcher, &dev->issuer[i])
+                                    : pthread_create(&dev->threads[i], NULL, host_worker, dev)) {
       dev->nthreads = i;
       return gpar__errorf(GPAR_ENOMEM, "pthread_create failed");
     }
@@ -308,7 +355,13 @@ int gpar__device_start(gpar__device *dev) {
 /* Stop and join a device's threads (nothing is in flight). */
 void gpar__device_join(gpar__device *dev) {
   gpar__queue_stop(dev->ready);
+  for (int k = 1; k < GPAR__COMPUTE_LANES_MAX; k++)
+    if (dev->lane_ready[k]) gpar__queue_stop(dev->lane_ready[k]);
   for (int i = 0; i < dev->nthreads; i++) pthread_join(dev->threads[i], NULL);
+  for (int k = 1; k < GPAR__COMPUTE_LANES_MAX; k++) {
+    gpar__queue_free(dev->lane_ready[k]);
+    dev->lane_ready[k] = NULL;
+  }
   free(dev->threads);
   dev->threads = NULL;
   dev->nthreads = 0;

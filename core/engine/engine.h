@@ -12,7 +12,7 @@
  *
  * The floors of engine/, bottom first; a file uses only files listed before it (tests/layers.sh
  * checks the includes and, with nm, the calls; a header stands where its .c file does):
- * Layers (bottom first): spin.h handle.c registry.c fault.c device.h inflight.c pinned.c buffer.c op.c queue.c trace.c deps.c wait.c policy.c complete.c dispatch.c
+ * Layers (bottom first): spin.h handle.c registry.c fault.c device.h inflight.c pinned.c buffer.c op.c queue.c lanes.c trace.c deps.c wait.c policy.c complete.c dispatch.c
  *   spin.h      the spin lock
  *   handle.c    handle tables ({slot, serial}, never-reused serials, references)
  *   registry.c  the engine object, its slots and serials, calls entering an engine (registry.h)
@@ -23,6 +23,7 @@
  *   buffer.c    buffers and their handles
  *   op.c        ops and their kinds: allocation, accesses, building, outcomes
  *   queue.c     ready queues
+ *   lanes.c     the compute lane of each GPU op, the dispatcher thread of each lane
  *   trace.c     traces and the host-time breakdown
  *   deps.c      submitting: linking, release, retirement, failure propagation
  *   wait.c      waits for ops, buffers, everything, the drain
@@ -76,6 +77,7 @@
 #include "engine/buffer.h"
 #include "engine/op.h"
 #include "engine/queue.h"
+#include "engine/lanes.h"
 #include "engine/trace.h"
 #include "engine/deps.h"
 #include "engine/wait.h"

@@ -158,6 +158,9 @@ gpar__op *gpar__op_new(gpar_engine *eng, const gpar__op_kind *kind, gpar__device
   op->eng = eng;
   op->dev = dev;
   op->lane = lane;
+  /* Open (-1, lanes.h) on a device with several compute lanes, unless its kind keeps the first. */
+  int open = lane == GPAR__LANE_COMPUTE && dev && dev->lanes > 1 && !(kind->flags & GPAR__KIND_FIRST_LANE);
+  atomic_init(&op->pick, open ? -1 : lane);
   return op;
 }
 

@@ -47,7 +47,10 @@ enum {
   GPAR__KIND_TIMED = 4,
   /* Runs nothing of its own: its failure only echoes an input's, and goes to no one (neither
    * gpar_wait_all nor the call that submitted it). */
-  GPAR__KIND_ECHOES = 8
+  GPAR__KIND_ECHOES = 8,
+  /* Runs on the first compute lane (GPAR__LANE_COMPUTE) however many a device has: it issues
+   * work on several lanes itself, in its dispatcher's thread (a graph part). */
+  GPAR__KIND_FIRST_LANE = 16
 };
 
 /* The kind that runs nothing: an op of it orders by its buffers only (a graph's fence, the
@@ -116,7 +119,8 @@ struct gpar__op {
   const gpar__op_kind *kind;
   gpar_engine *eng;
   gpar__device *dev;
-  int lane;
+  int lane;                           /* final once it is queued (lanes.h) */
+  atomic_int pick;                    /* its lane, or -1 while open (lanes.h); any thread */
   gpar__op *next;                     /* ready queue, a dispatcher's list, the op pool */
   gpar__op *lane_next;                /* completion FIFO of its lane */
   atomic_int state;                   /* GPAR__ST_* */

@@ -21,9 +21,13 @@ _Static_assert(sizeof(part_args) <= GPAR__OP_PAYLOAD, "a graph part's arguments 
 static int part_run(gpar__device *dev, gpar__op *op);
 
 /* A part reads host memory at enqueue when it holds such copies: ordered as they would be. It
- * runs when an input failed, to skip exactly the recorded ops that read it (part_run). */
-static const gpar__op_kind kind_part = {
-    .name = "graph", .run = part_run, .flags = GPAR__KIND_READS_HOST_AT_ENQUEUE | GPAR__KIND_RUNS_ON_FAILED_INPUT};
+ * runs when an input failed, to skip exactly the recorded ops that read it (part_run). It issues
+ * the first compute lane and the copy lanes, which only the first dispatcher issues (a capture
+ * takes no other thread's work). */
+static const gpar__op_kind kind_part = {.name = "graph",
+                                        .run = part_run,
+                                        .flags = GPAR__KIND_READS_HOST_AT_ENQUEUE | GPAR__KIND_RUNS_ON_FAILED_INPUT |
+                                                 GPAR__KIND_FIRST_LANE};
 
 /* ---------------------------------------------------------------- launch */
 

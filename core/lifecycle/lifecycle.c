@@ -19,6 +19,9 @@ static const gpar__backend_ops *const gpar__backends[] = {&gpar__host_backend, &
 
 /* ---------------------------------------------------------------- configuration */
 
+/* Compute lanes per GPU when gpar_config.lanes is 0 (the one place to change it). */
+#define GPAR__LANES_DEFAULT 1
+
 /* The one place that reads the environment: the gpar_config fields (cfg non-NULL), and the
  * fault to inject plus the engine's knobs without a config field at gpar_init (eng non-NULL). */
 static void config_from_env(gpar_config *cfg, gpar_engine *eng, const char **fault) {
@@ -42,6 +45,7 @@ static void config_from_env(gpar_config *cfg, gpar_engine *eng, const char **fau
   if ((s = getenv("GPAR_CACHE")) && !strcmp(s, "0")) cfg->kernel_cache_dir = "";
   if (((s = getenv("GPAR_CC")) && *s) || ((s = getenv("CC")) && *s)) cfg->kernel_cc = s;
   if ((s = getenv("GPAR_NVRTC")) && *s) cfg->kernel_nvrtc = s;
+  if ((s = getenv("GPAR_LANES"))) cfg->lanes = atoi(s);
   if ((s = getenv("GPAR_BACKENDS"))) {
     cfg->backends = 0;
     static const char *const names[] = {"host", "cuda", "opencl"};
@@ -175,6 +179,8 @@ GPAR_API int gpar_init(gpar_engine **out, const gpar_config *cfg) {
     eng->cfg.kernel_cache_dir = default_cache_dir;
   }
   if (!eng->cfg.kernel_cc) eng->cfg.kernel_cc = "cc";
+  if (eng->cfg.lanes <= 0) eng->cfg.lanes = GPAR__LANES_DEFAULT;
+  eng->cfg.lanes = gpar__lanes_of(&eng->cfg);
   if (eng->cfg.host_threads <= 0) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     eng->cfg.host_threads = n > 0 ? (int)n : 2;
