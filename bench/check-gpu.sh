@@ -11,7 +11,8 @@ fails=0
 cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 [ -x "$cs" ] || { echo "check-gpu.sh: no compute-sanitizer"; exit 1; }
 # The tests it runs, built when `make check` did not run first (GPU_CHECK_TESTS=0).
-make -j"$(nproc)" tests/conformance tests/graph tests/dag tests/faults tests/runs >"$out/build.log" 2>&1 ||
+make -j"$(nproc)" tests/conformance tests/graph tests/dag tests/faults tests/runs tests/kernel_host_threads \
+  tests/array_alias tests/f16_bits tests/lanes >"$out/build.log" 2>&1 ||
   { tail -20 "$out/build.log"; exit 1; }
 san() { # TOOL TEST [ARGS...]
   local tool=$1 t=$2 log
@@ -32,6 +33,10 @@ san memcheck tests/graph
 san memcheck tests/dag
 san memcheck tests/faults
 san memcheck tests/runs
+san memcheck tests/kernel_host_threads # fresh threads, GPAR_HOST operands
+san memcheck tests/array_alias         # one buffer, several ranges
+san memcheck tests/f16_bits            # the NaN rule in CUDA's dialect
+san memcheck tests/lanes               # 1, 2 and 4 compute lanes
 san racecheck tests/graph
 cp test-suite.log "$out/" 2>/dev/null
 echo "check-gpu: $fails run(s) failed"
