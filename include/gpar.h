@@ -862,7 +862,7 @@ typedef enum {
   GPAR_UN_LOG = 2,     /* natural logarithm */
   GPAR_UN_TANH = 3,
   GPAR_UN_SIGMOID = 4, /* 1 / (1 + exp(-x)) */
-  GPAR_UN_ABS = 5,
+  GPAR_UN_ABS = 5,     /* |x| (clears the sign of NaNs too) */
   GPAR_UN_SQRT = 6,
   GPAR_UN_NEG = 7      /* -x (flips the sign of zeros and NaNs too) */
 } gpar_unop;

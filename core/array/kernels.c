@@ -21,13 +21,18 @@ static size_t type_preamble(char *out, size_t cap, int dt, int var_in_c, int var
   static const char *const st[4] = {"((p)[i] = (v))", "((p)[i] = (v))", "gpar_store_f16(p, i, v)",
                                     "gpar_store_bf16(p, i, v)"};
   const char *c = dt == GPAR_DOUBLE ? "gpar_f64" : "gpar_f32", *f = dt == GPAR_DOUBLE ? "" : "f";
+  /* -x and |x| as IEEE 754's sign-bit operations, NaN payloads kept: GPUs' neg and abs
+   * instructions give their canonical NaN instead (f16 0x7c01 negated gave 0x7fff on CUDA and NVIDIA OpenCL). */
+  const char *w = dt == GPAR_DOUBLE ? "64" : "32", *sb = dt == GPAR_DOUBLE ? "((gpar_u64)1 << 63)" : "0x80000000u";
   int n = snprintf(out, cap,
            "typedef %s arr_c;\n"
            "#define ARR_LD(p, i) %s\n#define ARR_ST(p, i, v) %s\n"
            "#define ARR_LDI(p, i) %s\n#define ARR_STO(p, i, v) %s\n"
            "#define ARR_EXP(x) exp%s(x)\n#define ARR_LOG(x) log%s(x)\n#define ARR_TANH(x) tanh%s(x)\n"
-           "#define ARR_FABS(x) fabs%s(x)\n#define ARR_SQRT(x) sqrt%s(x)\n",
-           c, ld[dt], st[dt], var_in_c ? "(p)[i]" : ld[dt], var_out_c ? "((p)[i] = (v))" : st[dt], f, f, f, f, f);
+           "#define ARR_SQRT(x) sqrt%s(x)\n"
+           "#define ARR_NEG(x) gpar_as_f%s(gpar_as_u%s(x) ^ %s)\n#define ARR_FABS(x) gpar_as_f%s(gpar_as_u%s(x) & ~%s)\n",
+           c, ld[dt], st[dt], var_in_c ? "(p)[i]" : ld[dt], var_out_c ? "((p)[i] = (v))" : st[dt], f, f, f, f, w, w, sb,
+           w, w, sb);
   return n > 0 && (size_t)n < cap ? (size_t)n : 0;
 }
 
@@ -45,7 +50,7 @@ static const char common_preamble[] =
     "  case 4: return (arr_c)1 / ((arr_c)1 + ARR_EXP(-v));\n"
     "  case 5: return ARR_FABS(v);\n"
     "  case 6: return ARR_SQRT(v);\n"
-    "  default: return -v;\n"
+    "  default: return ARR_NEG(v);\n"
     "  }\n"
     "}\n"
     "GPAR_FN arr_c arr_binary(gpar_i32 op, arr_c p, arr_c q) {\n"
