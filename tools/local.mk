@@ -78,7 +78,7 @@ dist_man1_MANS = man/gpar-bench.1 man/gpar-info.1
 EXTRA_DIST += bench/sweep-gpu.sh tools/mkman.sh man/gpar-bench.h2m man/gpar-info.h2m
 # The GPU-machine scripts run from the tarball's tree that .gpu/gpu-check.sh builds (and
 # tests/bench/engine_ab.tap runs the engine ones in `make check`).
-EXTRA_DIST += bench/check-gpu.sh bench/reliability-gpu.sh bench/engine-gpu.sh bench/engine-table.py bench/overhead-ab.py \
+EXTRA_DIST += bench/check-gpu.sh bench/reliability-gpu.sh bench/ab-gpu.sh bench/engine-gpu.sh bench/engine-table.py bench/overhead-ab.py \
 	bench/breakdown-trace.py bench/run-comm-gpu.sh bench/kernel-gpu.sh bench/kernel-table.py
 # The array ops' and the training step's GPU call, and the training step's PyTorch peer.
 EXTRA_DIST += bench/train-gpu.sh bench/train_torch.py
