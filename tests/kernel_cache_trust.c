@@ -211,6 +211,21 @@ static void test_directives(void) {
       {"#import <x.h>\n", NULL, "line 1, column 1"},
       {"#if __has_include(<x.h>)\n#endif\n", NULL, "line 1, column 5"},
       {NULL, "y[0] = 1;\n#include \"body.h\"\n", "line 2, column 1"},
+      /* what compilers read otherwise than a plain scan: a comment opened or closed across a line
+         splice (spaced too: gcc and clang take backslash, blanks, newline as one), ??/ (a newline
+         without trigraphs, a splice with them: PoCL's), a trigraph in a literal, a lone quote in
+         a skipped group, a digit separator (C23, C++14), a lone carriage return, a directive's
+         name spliced with blanks, ??= */
+      {"/\\\n* \" */\n#include \"x.h\"\n/\\\n* \" */\n", NULL, "line 3, column 1"},
+      {"/* *\\\n/\n#include \"x.h\"\n/* */\n", NULL, "line 3, column 1"},
+      {"/\\ \t\n* \" */\n#include \"x.h\"\n/\\ \n* \" */\n", NULL, "line 3, column 1"},
+      {"#define Q ?\?/\n#include \"x.h\"\n", NULL, "line 2, column 1"},
+      {"GPAR_FN int q(void) { return '?\?/''; }\n#include \"x.h\"\n/* ' */\n", NULL, "line 2, column 1"},
+      {"#if 0\n'\n#endif\n#include \"x.h\"\n#if 0\n'\n#endif\n", NULL, "line 4, column 1"},
+      {"#if 1'0 && __has_include(\"x.h\")\n#endif\n", NULL, "line 1, column 12"},
+      {"GPAR_FN int c(void) { return 1; }\r#include \"x.h\"\r", NULL, "line 2, column 1"},
+      {"#inc\\ \nlude \"x.h\"\n", NULL, "line 1, column 1"},
+      {"?\?=include \"x.h\"\n", NULL, "line 1, column 1"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     gpar_kernel k = {0};
@@ -222,8 +237,9 @@ static void test_directives(void) {
   }
   static const char *const fine[] = {
       "#define TWICE(v) (2 * (v))\n#if 1\n#endif\n#pragma GCC diagnostic ignored \"-Wunused\"\n",
-      "/* #include <math.h> */\n// #include <x.h>\n", "GPAR_FN const char *s(void) { return \"#include <x>\"; }\n"};
-  for (int i = 0; i < 3; i++) {
+      "/* #include <math.h> */\n// #include <x.h>\n", "GPAR_FN const char *s(void) { return \"#include <x>\"; }\n",
+      "GPAR_FN float f(void) { return 1.5e-3f + 0x1p+2f + '\\''; } /* it's */\n#define J(a, b) a ## b\n"};
+  for (int i = 0; i < 4; i++) {
     gpar_kernel k = {0};
     int st = gpar_kernel_create(e, "fine", params, good, fine[i], &k);
     if (st == GPAR_OK) st = gpar_kernel_build(k, gpar_device_find(e, GPAR_BACKEND_HOST, -1, 0));

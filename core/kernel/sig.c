@@ -270,7 +270,24 @@ int gpar__ksig_parse(char *text, const char *fn, gpar__kparam **out, int *n) {
 
 /* ---------------------------------------------------------------- group memory */
 
-/* Past a comment, string or character literal at p (p itself when none starts there). */
+/* Past a number at p (a preprocessing number: C23's and C++'s digit separators, exponents'
+ * signs), or p itself when none starts there. */
+static const char *past_number(const char *p) {
+  if (!(isdigit((unsigned char)p[0]) || (p[0] == '.' && isdigit((unsigned char)p[1])))) return p;
+  for (p++;;)
+    if (strchr("eEpP", *p) && *p && (p[1] == '+' || p[1] == '-'))
+      p += 2;
+    else if (isalnum((unsigned char)*p) || *p == '_' || *p == '.')
+      p++;
+    else if (*p == '\'' && (isalnum((unsigned char)p[1]) || p[1] == '_'))
+      p += 2;
+    else
+      return p;
+}
+
+/* Past a comment, string or character literal, or number at p (p itself when none starts
+ * there). A literal ends at the end of its line at the latest, as in every compiler (one that
+ * does not end there, a lone quote in a skipped group, hides nothing on the lines after it). */
 static const char *skip_literal(const char *p) {
   if (p[0] == '/' && p[1] == '/') {
     while (*p && *p != '\n') p++;
@@ -279,8 +296,10 @@ static const char *skip_literal(const char *p) {
     p = e ? e + 2 : p + strlen(p);
   } else if (*p == '"' || *p == '\'') {
     char q = *p++;
-    while (*p && *p != q) p += (*p == '\\' && p[1]) ? 2 : 1;
-    if (*p) p++;
+    while (*p && *p != q && *p != '\n') p += (*p == '\\' && p[1]) ? 2 : 1;
+    if (*p == q) p++;
+  } else {
+    p = past_number(p);
   }
   return p;
 }
@@ -306,29 +325,54 @@ int gpar__kuses_group_memory(const char *code) {
 
 /* ---------------------------------------------------------------- directives that read files */
 
-/* Past the line splices (a backslash, or the trigraph ??/, then a newline) at p. */
-static const char *past_splices(const char *p) {
-  for (;;)
-    if (p[0] == '\\' && (p[1] == '\n' || (p[1] == '\r' && p[2] == '\n')))
-      p += p[1] == '\n' ? 2 : 3;
-    else if (!strncmp(p, "?\?/\n", 4))
-      p += 4;
-    else
-      return p;
+/* code as translation phases 1 and 2 leave it, in one of the ways compilers differ (how & 1:
+ * trigraphs replaced, as PoCL's OpenCL C does; how & 2: a backslash, blanks, then a newline is a
+ * splice too, as gcc and clang take it), every line ending (CR LF, a lone CR) a newline and the
+ * line splices removed; at[i]: where its character i lies in code. malloc'ed; NULL without memory. */
+static char *flatten(const char *code, int how, size_t **at) {
+  static const char tri_from[] = "=(/)'<!>-", tri_to[] = "#[\\]^{|}~";
+  size_t n = strlen(code), k = 0, w = 0;
+  char *out = malloc(n + 1);
+  size_t *map = malloc(sizeof *map * (n + 1));
+  if (!out || !map) {
+    free(out);
+    free(map);
+    return NULL;
+  }
+  for (size_t i = 0; i < n; k++) { /* phase 1: trigraphs, line endings */
+    int tri = (how & 1) && code[i] == '?' && code[i + 1] == '?' && code[i + 2];
+    const char *t = tri ? strchr(tri_from, code[i + 2]) : NULL;
+    map[k] = i;
+    out[k] = t ? tri_to[t - tri_from] : code[i] == '\r' ? '\n' : code[i];
+    i += t ? 3 : code[i] == '\r' && code[i + 1] == '\n' ? 2 : 1;
+  }
+  out[k] = 0;
+  for (size_t r = 0; r < k;) { /* phase 2: splices */
+    size_t e = r + 1;
+    while ((how & 2) && out[r] == '\\' && (out[e] == ' ' || out[e] == '\t' || out[e] == '\f' || out[e] == '\v')) e++;
+    if (out[r] == '\\' && out[e] == '\n') {
+      r = e + 1;
+      continue;
+    }
+    map[w] = map[r];
+    out[w++] = out[r++];
+  }
+  out[w] = 0;
+  map[w] = n;
+  *at = map;
+  return out;
 }
 
-/* Past a `#` (or %: or ??=) at p; NULL when none starts there. */
+/* Past a `#` (or %:) at p; NULL when none starts there. */
 static const char *past_hash(const char *p) {
   if (*p == '#') return p + 1;
-  if (!strncmp(p, "?\?=", 3)) return p + 3;
-  const char *q = *p == '%' ? past_splices(p + 1) : p;
-  return *p == '%' && *q == ':' ? q + 1 : NULL;
+  return p[0] == '%' && p[1] == ':' ? p + 2 : NULL;
 }
 
-/* The identifier at p (splices skipped) into w (cut at cap); returns past it. */
-static const char *splice_word(const char *p, char *w, size_t cap) {
+/* The identifier at p into w (cut at cap); returns past it. */
+static const char *ident(const char *p, char *w, size_t cap) {
   size_t n = 0;
-  for (p = past_splices(p); isalnum((unsigned char)*p) || *p == '_'; p = past_splices(p + 1))
+  for (; isalnum((unsigned char)*p) || *p == '_'; p++)
     if (n + 1 < cap) w[n++] = *p;
   w[n] = 0;
   return p;
@@ -340,21 +384,20 @@ static int reads_files(const char *code, const char *at, const char *what, const
   int line = 1;
   const char *bol = code;
   for (const char *p = code; p < at; p++)
-    if (*p == '\n') line++, bol = p + 1;
+    if (*p == '\n' || (*p == '\r' && p[1] != '\n')) line++, bol = p + 1;
   return gpar__errorf(GPAR_EINVAL,
                       "%s: %s, line %d, column %d: %s%s reads a file, which the kernel caches' keys cannot "
                       "hold: put its text in the preamble instead",
                       fn, what, line, (int)(at - bol) + 1, hash, word);
 }
 
-int gpar__kfiles_check(const char *code, const char *what, const char *fn) {
+/* The first directive that reads a file in flat (flatten's), or NULL; its word in w. */
+static const char *find_file_read(const char *flat, char *w, size_t cap, const char **hash) {
   static const char *const bad[] = {"include", "include_next", "embed", "import"};
   int first = 1; /* at the first token of a line */
-  char w[24];
-  for (const char *p = code; p && *p;) {
-    const char *q = skip_literal(p), *h;
-    if (q == p) q = past_splices(p);
-    if (q != p || (*p != '\n' && isspace((unsigned char)*p))) { /* a comment, a literal, a splice, a blank */
+  for (const char *p = flat, *h; *p;) {
+    const char *q = skip_literal(p);
+    if (q != p || (*p != '\n' && isspace((unsigned char)*p))) { /* a comment, a literal, a number, a blank */
       p = q != p ? q : p + 1;
       continue;
     }
@@ -362,23 +405,35 @@ int gpar__kfiles_check(const char *code, const char *what, const char *fn) {
       first = 1;
       p++;
     } else if (first && (h = past_hash(p))) {
-      while (*(h = past_splices(h)) == ' ' || *h == '\t' || (h[0] == '/' && h[1] == '*'))
-        h = *h == '/' ? skip_literal(h) : h + 1;
-      const char *end = splice_word(h, w, sizeof w);
+      while (*h == ' ' || *h == '\t' || (h[0] == '/' && h[1] == '*')) h = *h == '/' ? skip_literal(h) : h + 1;
+      const char *end = ident(h, w, cap);
       for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        if (!strcmp(w, bad[i])) return reads_files(code, p, what, fn, "#", bad[i]);
+        if (!strcmp(w, bad[i])) return *hash = "#", p;
       first = 0;
       p = end > h ? end : h;
     } else if (isalpha((unsigned char)*p) || *p == '_') {
       const char *at = p;
       first = 0;
-      p = splice_word(p, w, sizeof w);
-      if (!strcmp(w, "__has_include") || !strcmp(w, "__has_include_next"))
-        return reads_files(code, at, what, fn, "", w);
+      p = ident(p, w, cap);
+      if (!strcmp(w, "__has_include") || !strcmp(w, "__has_include_next")) return *hash = "", at;
     } else {
       first = 0;
       p++;
     }
   }
-  return GPAR_OK;
+  return NULL;
+}
+
+int gpar__kfiles_check(const char *code, const char *what, const char *fn) {
+  int st = GPAR_OK;
+  for (int how = 0; code && how < 4 && st == GPAR_OK; how++) { /* refused when any way of reading it reads a file */
+    size_t *at = NULL;
+    char *flat = flatten(code, how, &at), w[24];
+    const char *hash = "", *p = flat ? find_file_read(flat, w, sizeof w, &hash) : NULL;
+    if (!flat) st = gpar__errorf(GPAR_ENOMEM, "%s: out of host memory", fn);
+    if (p) st = reads_files(code, code + at[p - flat], what, fn, hash, w);
+    free(flat);
+    free(at);
+  }
+  return st;
 }
