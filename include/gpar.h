@@ -656,6 +656,8 @@ GPAR_API int gpar_graph_destroy(gpar_graph *graph);
  *   what it reads would not be part of the cache key, and each backend looks for files in its
  *   own places; gpar_kernel_create refuses it (GPAR_EINVAL with the line and column). Put the
  *   helpers' text in the preamble. Other directives (#define, #if, #pragma) are fine.
+ * - no inline assembly (asm, __asm, __asm__): it is one backend's only, and an assembler's
+ *   .incbin reads a file too; refused the same way.
  * The body is one work-item's code: C99 that CUDA C++, OpenCL C 1.2 and C11 all accept
  * (statements, declarations, int, float, loops); `return` ends the work-item. Float results may
  * differ in the last bits between backends (each compiler contracts a * b + c into a fused

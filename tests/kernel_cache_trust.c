@@ -226,6 +226,10 @@ static void test_directives(void) {
       {"GPAR_FN int c(void) { return 1; }\r#include \"x.h\"\r", NULL, "line 2, column 1"},
       {"#inc\\ \nlude \"x.h\"\n", NULL, "line 1, column 1"},
       {"?\?=include \"x.h\"\n", NULL, "line 1, column 1"},
+      /* inline assembly: gas's .incbin reads a file (a host kernel's y came from it) */
+      {"__asm__(\".section .rodata\\n.incbin \\\"/etc/hostname\\\"\\n.text\");\n", NULL, "line 1, column 1"},
+      {NULL, "  asm volatile(\"\");\n  y[0] = 1;\n", "line 1, column 3"},
+      {"GPAR_FN void f(void) { __asm(\"nop\"); }\n", NULL, "line 1, column 24"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     gpar_kernel k = {0};

@@ -385,13 +385,19 @@ static int reads_files(const char *code, const char *at, const char *what, const
   const char *bol = code;
   for (const char *p = code; p < at; p++)
     if (*p == '\n' || (*p == '\r' && p[1] != '\n')) line++, bol = p + 1;
+  if (strstr(word, "asm")) /* asm, __asm, __asm__ */
+    return gpar__errorf(GPAR_EINVAL,
+                        "%s: %s, line %d, column %d: %s: inline assembly is not part of the dialect (it is no "
+                        "backend's but one's, and its .incbin reads a file the kernel caches' keys cannot hold)",
+                        fn, what, line, (int)(at - bol) + 1, word);
   return gpar__errorf(GPAR_EINVAL,
                       "%s: %s, line %d, column %d: %s%s reads a file, which the kernel caches' keys cannot "
                       "hold: put its text in the preamble instead",
                       fn, what, line, (int)(at - bol) + 1, hash, word);
 }
 
-/* The first directive that reads a file in flat (flatten's), or NULL; its word in w. */
+/* The first directive that reads a file in flat (flatten's), or inline assembly (whose .incbin
+ * does), or NULL; its word in w. */
 static const char *find_file_read(const char *flat, char *w, size_t cap, const char **hash) {
   static const char *const bad[] = {"include", "include_next", "embed", "import"};
   int first = 1; /* at the first token of a line */
@@ -416,6 +422,7 @@ static const char *find_file_read(const char *flat, char *w, size_t cap, const c
       first = 0;
       p = ident(p, w, cap);
       if (!strcmp(w, "__has_include") || !strcmp(w, "__has_include_next")) return *hash = "", at;
+      if (!strcmp(w, "asm") || !strcmp(w, "__asm") || !strcmp(w, "__asm__")) return *hash = "", at; /* .incbin */
     } else {
       first = 0;
       p++;
