@@ -299,6 +299,14 @@ clean-local: clean-blas-bench-test
 clean-blas-bench-test:
 	rm -rf tests/bench/blas.d
 .PHONY: clean-blas-bench-test
+# gpar-bench lanes: its records, lane counts and refusals at tiny sizes (no timings asserted).
+TESTS += tests/bench/lanes.tap
+EXTRA_DIST += tests/bench/lanes.tap
+tests/bench/lanes.log: tools/gpar-bench$(EXEEXT)
+clean-local: clean-lanes-bench-test
+clean-lanes-bench-test:
+	rm -rf tests/bench/lanes.d
+.PHONY: clean-lanes-bench-test
 
 # kernel: portable kernels (gpar_kernel_*): conformance on every device of every backend, errors,
 # caches, the engine (dependencies, graphs, lifetimes), a CUDA device fault. Shared helpers in

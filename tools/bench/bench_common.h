@@ -24,6 +24,7 @@ typedef struct bench_opts {
   const char *dtype;     /* --dtype f16|bf16 (gemm-ex) */
   int breakdown;         /* --breakdown (overhead) */
   const char *workers;   /* --workers 2,4,8,16 (overhead): one engine per CPU worker count */
+  const char *lanes;     /* --lanes 1,2,4 (lanes): one engine per compute-lane count */
   const char *json_path, *trace_path, *svg_path;
   int all_backends;      /* --all-backends: open every backend, benchmark --backend's */
   const char *sizes;     /* sweep --sizes 64,128,... */
@@ -149,6 +150,13 @@ int bench_kernel_child(int argc, char **argv);
 #define BENCH_MAX_WORKER_COUNTS 16
 int bench_parse_workers(const char *spec, int *asked, int max);
 int bench_sweep(bench_ctx *ctx);  /* bench_sweep.c: opens its own engines */
+/* bench_lanes.c: eager independent small ops at each --lanes count (an engine per count and
+ * round) next to a T-thread, T-stream hand loop and the graph floor. bench_lanes_defaults: its
+ * size (GPU 256, CPU 128), iters (2000, 100) and repeat (5) where the options leave them. */
+int bench_lanes(bench_ctx *ctx);
+void bench_lanes_defaults(bench_ctx *ctx);
+/* --lanes "1,2,4" -> lanes[]: the count, or -1 after printing why. */
+int bench_parse_lanes(const char *spec, int *lanes, int max);
 int bench_report(bench_ctx *ctx); /* bench_report.c (jansson) */
 
 /* bench_devices.c. What main and the sweep share: open an engine for ctx->o (backend mask, trace), select the

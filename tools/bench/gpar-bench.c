@@ -74,6 +74,15 @@ static void usage(FILE *f) {
           "                bandwidth over --sizes (2^16..2^28 on GPUs, ..2^24 elsewhere; 20 = 2^20),\n"
           "                builds (cold, memory hit, disk hit, new process), two devices at once;\n"
           "                --repeat rounds (default 5), --iters tiny launches per round\n"
+          "  lanes         eager independent small ops at each compute-lane count of --lanes (default\n"
+          "                1,2,4; gpar_config.lanes, an engine per count and round): SGEMMs SIZE^3\n"
+          "                and (SIZE/4)^3 (GPU 256, CPU 128) each into its own output of a ring of\n"
+          "                64, tiny kernel launches, a dependent GEMM chain, and the first and third\n"
+          "                as a graph (the floor); --iters N: N GEMMs SIZE^3, 5N of the small ones\n"
+          "                (GPU 2000); next to the eager limit written by hand: T threads, T streams\n"
+          "                (queues) and T BLAS handles for T = each lane count (--raw's T-thread\n"
+          "                loop; CUDA, OpenCL); --repeat rounds (default 5). Lanes apply to GPU\n"
+          "                backends only: on host every count runs the same path\n"
           "  sweep         multi-device and copy-overlap (with the raw loop) over a range of sizes,\n"
           "                on one backend (--backend) or on every device group of every backend;\n"
           "                prints a table, writes --json and an SVG chart (--svg)\n"
@@ -105,7 +114,8 @@ static void usage(FILE *f) {
           "                   gpar_read blocks, so run + copy submits every GEMM first, then\n"
           "                   reads the results in order while later GEMMs still run\n"
           "  --raw            also time the same loop through the raw vendor API (tools/raw/raw.h);\n"
-          "                   sweep always does\n"
+          "                   sweep always does; lanes always times the eager limit by hand: T\n"
+          "                   threads, T streams and T BLAS handles next to the one-thread loop\n"
           "  --graph          multi-device, copy-overlap: record each timed loop once as an op graph\n"
           "                   (gpar_graph_*), then time its launches; with --raw, also a hand-\n"
           "                   captured CUDA graph of the raw loop next to the raw loop\n"
@@ -114,6 +124,7 @@ static void usage(FILE *f) {
           "  --workers L      overhead: the cases at each CPU worker count of L, such as 2,4,8,16\n"
           "                   (0: one per core), each on its own engine (gpar_config.host_threads)\n"
           "                   opened for every round; prints the most / fewest workers ratio\n"
+          "  --lanes L        lanes: the compute-lane counts to compare, such as 1,2,4 (1..8)\n"
           "  --json FILE      machine-readable results with the versions, devices, date and\n"
           "                   command line\n"
           "  --trace FILE     Chrome trace-event JSON of every op (Perfetto, chrome://tracing)\n"
@@ -136,6 +147,8 @@ static void usage(FILE *f) {
           "\n"
           "  gpar-bench overhead --backend host --workers 2,4,8,16 --breakdown\n"
           "\n"
+          "  gpar-bench lanes --backend cuda --lanes 1,2,4 --repeat 5 --json lanes.json\n"
+          "\n"
           "  POCL_DEVICES=\"pthread pthread\" gpar-bench sweep --backend opencl --json ocl.json --svg ocl.svg\n"
           "\n"
           "  gpar-bench report cuda.json ocl.json --outdir out > out/report.md\n");
@@ -157,7 +170,7 @@ int main(int argc, char **argv) {
 
   enum { O_BACKEND = 256, O_DEVICES, O_SIZE, O_ITERS, O_REPEAT, O_TF32, O_PAGEABLE, O_RAW,
          O_JSON, O_TRACE, O_SVG, O_QUIET, O_ALLBE, O_SIZES, O_LABEL, O_OUTDIR, O_BREAKDOWN, O_GRAPH,
-         O_WORKERS, O_BATCH, O_DTYPE };
+         O_WORKERS, O_BATCH, O_DTYPE, O_LANES };
   static const struct option longopts[] = {
       {"backend", required_argument, 0, O_BACKEND}, {"devices", required_argument, 0, O_DEVICES},
       {"size", required_argument, 0, O_SIZE},       {"iters", required_argument, 0, O_ITERS},
@@ -166,7 +179,7 @@ int main(int argc, char **argv) {
       {"json", required_argument, 0, O_JSON},       {"trace", required_argument, 0, O_TRACE},
       {"svg", required_argument, 0, O_SVG},         {"quiet", no_argument, 0, O_QUIET},
       {"breakdown", no_argument, 0, O_BREAKDOWN}, {"graph", no_argument, 0, O_GRAPH},
-      {"workers", required_argument, 0, O_WORKERS},
+      {"workers", required_argument, 0, O_WORKERS}, {"lanes", required_argument, 0, O_LANES},
       {"batch", required_argument, 0, O_BATCH},     {"dtype", required_argument, 0, O_DTYPE},
       {"all-backends", no_argument, 0, O_ALLBE},    {"sizes", required_argument, 0, O_SIZES},
       {"label", required_argument, 0, O_LABEL},     {"outdir", required_argument, 0, O_OUTDIR},
@@ -205,6 +218,7 @@ int main(int argc, char **argv) {
     case O_QUIET: ctx.o.quiet = 1; break;
     case O_BREAKDOWN: ctx.o.breakdown = 1; break;
     case O_WORKERS: ctx.o.workers = optarg; break;
+    case O_LANES: ctx.o.lanes = optarg; break;
     case O_BATCH:
       if ((v = bench_parse_int(optarg, 1, 1000000L)) < 0) {
         fprintf(stderr, "gpar-bench: bad batch count '%s'\n", optarg);
@@ -245,6 +259,12 @@ int main(int argc, char **argv) {
     fprintf(stderr, "gpar-bench: --workers applies to overhead only\n");
     return 2;
   }
+  int lane_counts[8];
+  if (ctx.o.lanes && strcmp(ctx.o.subcommand, "lanes") != 0) {
+    fprintf(stderr, "gpar-bench: --lanes applies to lanes only\n");
+    return 2;
+  }
+  if (ctx.o.lanes && bench_parse_lanes(ctx.o.lanes, lane_counts, 8) < 0) return 2;
   int asked[BENCH_MAX_WORKER_COUNTS];
   if (ctx.o.workers && bench_parse_workers(ctx.o.workers, asked, BENCH_MAX_WORKER_COUNTS) < 0) return 2;
   if (ctx.o.workers && (ctx.o.trace_path || ctx.o.svg_path)) {
@@ -266,6 +286,9 @@ int main(int argc, char **argv) {
     run = bench_overhead;
   } else if (!strcmp(ctx.o.subcommand, "kernel")) {
     run = bench_kernel;
+  } else if (!strcmp(ctx.o.subcommand, "lanes")) {
+    run = bench_lanes;
+    ctx.o.raw = 1; /* always next to the T-thread hand loop */
   } else if (!strcmp(ctx.o.subcommand, "sweep")) {
     int rc = bench_sweep(&ctx);
     free(ctx.seen);
@@ -323,6 +346,7 @@ int main(int argc, char **argv) {
     ctx.n = ctx.o.size ? ctx.o.size : ctx.any_gpu ? 4000 : 512;
     ctx.iters = ctx.o.iters ? ctx.o.iters : ctx.any_gpu ? 50 : 10;
     ctx.repeat = ctx.o.repeat ? ctx.o.repeat : run == bench_kernel ? 5 : 1;
+    if (run == bench_lanes) bench_lanes_defaults(&ctx);
   }
 
   if (!rc && ctx.o.json_path) {
