@@ -152,15 +152,11 @@ static void copy_out(const char *s, char *buf, size_t cap, size_t *len) {
   }
 }
 
-GPAR_API int gpar_kernel_log(gpar_kernel h, int dev, char *buf, size_t cap, size_t *len) {
-  gpar__kernel *k;
-  gpar_engine *eng;
-  gpar__device *d;
-  int st = call_begin(h, dev, "gpar_kernel_log", &k, &eng, &d);
-  if (st != GPAR_OK) return st;
+/* The build log of k on d, not owned (the entry outlives the call): "" when there is none or the
+ * kernel came from memory. */
+static int log_text(gpar__kernel *k, gpar__device *d, const char **text, char **owned) {
   gpar__kentry *e = atomic_load_explicit(&k->built[d->index].e, memory_order_acquire);
-  copy_out(e && e->log && !atomic_load(&k->built[d->index].hit) ? e->log : "", buf, cap, len);
-  call_end(k, eng);
+  *text = e && e->log && !atomic_load(&k->built[d->index].hit) ? e->log : "";
   return GPAR_OK;
 }
 
@@ -180,22 +176,44 @@ static char *numbered(const char *src) {
   return fclose(f) == 0 ? out : (free(out), NULL);
 }
 
-GPAR_API int gpar_kernel_source(gpar_kernel h, int dev, char *buf, size_t cap, size_t *len) {
+/* The source the backend builds for k on d, numbered, malloc'ed in *owned. */
+static int source_text(gpar__kernel *k, gpar__device *d, const char **text, char **owned) {
+  char opts[1024], *src = NULL;
+  int st;
+  if (!d->ops->kernel_source)
+    st = gpar__errorf(GPAR_ENOTSUP, "gpar_kernel_source: the %s backend builds no kernels", d->ops->name);
+  else if ((st = d->ops->kernel_source(d->bdev, &k->def, &src, opts, sizeof opts)) == GPAR_OK &&
+           !(*owned = numbered(src)))
+    st = gpar__errorf(GPAR_ENOMEM, "gpar_kernel_source: out of host memory");
+  free(src);
+  *text = *owned;
+  return st;
+}
+
+/* A text of kernel h on device dev (get: *text, and in *owned what to free), copied out as
+ * snprintf would, the full length in *len: gpar_kernel_log and gpar_kernel_source. */
+static int text_call(gpar_kernel h, int dev, const char *fn,
+                     int (*get)(gpar__kernel *k, gpar__device *d, const char **text, char **owned), char *buf,
+                     size_t cap, size_t *len) {
   gpar__kernel *k;
   gpar_engine *eng;
   gpar__device *d;
-  int st = call_begin(h, dev, "gpar_kernel_source", &k, &eng, &d);
+  int st = call_begin(h, dev, fn, &k, &eng, &d);
   if (st != GPAR_OK) return st;
-  char opts[1024], *src = NULL, *num = NULL;
-  if (!d->ops->kernel_source)
-    st = gpar__errorf(GPAR_ENOTSUP, "gpar_kernel_source: the %s backend builds no kernels", d->ops->name);
-  else if ((st = d->ops->kernel_source(d->bdev, &k->def, &src, opts, sizeof opts)) == GPAR_OK && !(num = numbered(src)))
-    st = gpar__errorf(GPAR_ENOMEM, "gpar_kernel_source: out of host memory");
-  if (st == GPAR_OK) copy_out(num, buf, cap, len);
-  free(src);
-  free(num);
+  const char *text = NULL;
+  char *owned = NULL;
+  if ((st = get(k, d, &text, &owned)) == GPAR_OK) copy_out(text, buf, cap, len);
+  free(owned);
   call_end(k, eng);
   return st;
+}
+
+GPAR_API int gpar_kernel_log(gpar_kernel h, int dev, char *buf, size_t cap, size_t *len) {
+  return text_call(h, dev, "gpar_kernel_log", log_text, buf, cap, len);
+}
+
+GPAR_API int gpar_kernel_source(gpar_kernel h, int dev, char *buf, size_t cap, size_t *len) {
+  return text_call(h, dev, "gpar_kernel_source", source_text, buf, cap, len);
 }
 
 GPAR_API int gpar_kernel_support(gpar_engine *e, int dev, char *buf, size_t cap) {
