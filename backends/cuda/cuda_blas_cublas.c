@@ -105,6 +105,7 @@ static int cuda_gemm_cublas(struct cuda_blas *b, const gpar__gemm_ex_args *x) {
   const cublasOperation_t tb = a->trans_b == GPAR_TRANS ? CUBLAS_OP_T : CUBLAS_OP_N;
   const int m = a->m, n = a->n, k = a->k, lda = a->lda, ldb = a->ldb, ldc = a->ldc, nb = x->batch;
   const long long sa = x->stride_a, sb = x->stride_b, sc = x->stride_c;
+  /* S and D stay apart: cuBLAS's typed calls take typed scalars; a macro would hide which call runs. */
   if (x->ab_type == GPAR_FLOAT) {
     const float alpha = (float)a->alpha, beta = (float)a->beta;
     const float *A = (const float *)a->a + a->a_off, *B = (const float *)a->b + a->b_off;

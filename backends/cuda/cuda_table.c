@@ -51,6 +51,7 @@ static void cuda_device_close(gpar__bdev *dev) {
   free(dev);
 }
 
+/* Alike in shape to the other backends' tables: each backend fills its own (backends use nothing of each other). */
 const gpar__backend_ops gpar__cuda_backend = {
     .name = "cuda",
     .id = GPAR_BACKEND_CUDA,

@@ -37,6 +37,7 @@ GPAR__HIDDEN int gpar__host_axpy(gpar__bdev *dev, int lane, const gpar__blas1_ar
 GPAR__HIDDEN int gpar__host_scal(gpar__bdev *dev, int lane, const gpar__blas1_args *a);
 GPAR__HIDDEN int gpar__host_dot(gpar__bdev *dev, int lane, const gpar__blas1_args *a);
 /* Kernels (host_kernel.c): the backend's kernel entries (core/backend.h). */
+/* Alike in shape to opencl_internal.h's: each backend declares its own (backends use nothing of each other). */
 GPAR__HIDDEN int gpar__host_kernel_target(gpar__bdev *dev, char *buf, size_t cap);
 GPAR__HIDDEN int gpar__host_kernel_source(gpar__bdev *dev, const gpar__kernel_def *def, char **src, char *opts,
                                           size_t optcap);

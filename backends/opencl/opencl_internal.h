@@ -174,6 +174,7 @@ GPAR__HIDDEN int gpar__cl_dot(gpar__bdev *dev, int lane, const gpar__blas1_args 
 GPAR__HIDDEN void gpar__cl_blas_forget(void);
 
 /* ---- opencl_kernel.c: the backend's kernel entries (core/backend.h) ---- */
+/* Alike in shape to host_internal.h's: each backend declares its own (backends use nothing of each other). */
 
 GPAR__HIDDEN int gpar__cl_kernel_target(gpar__bdev *dev, char *buf, size_t cap);
 GPAR__HIDDEN int gpar__cl_kernel_source(gpar__bdev *dev, const gpar__kernel_def *def, char **src, char *opts,

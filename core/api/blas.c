@@ -125,6 +125,7 @@ static int gemm(const gemm_call *g) {
   return st;
 }
 
+/* The s and d entries are alike but for the scalar type their public signatures fix; gemm() is their one body. */
 GPAR_API int gpar_sgemm(gpar_trans trans_a, gpar_trans trans_b, int m, int n, int k, float alpha, gpar_buffer a,
                         size_t a_off, int lda, gpar_buffer b, size_t b_off, int ldb, float beta, gpar_buffer c,
                         size_t c_off, int ldc) {
