@@ -951,7 +951,8 @@ GPAR_API int gpar_map_create(gpar_engine *eng, const char *name, const char *par
 /* Run the map for i < n with nargs arguments, one per parameter in order: gpar_arg_buffer(buf,
  * byte offset) for an array, a typed scalar (gpar_arg_f32 ...) for a scalar. Returns at once. */
 GPAR_API int gpar_map_launch(gpar_map map, size_t n, const gpar_arg *args, int nargs);
-/* The map's kernel, for gpar_kernel_build, _info, _log and _source (valid while the map is). */
+/* The map's kernel, for gpar_kernel_build, _info, _log, _source and _launch (valid while the map
+ * is; it goes with the map: gpar_kernel_release refuses it, GPAR_EINVAL). */
 GPAR_API int gpar_map_kernel(gpar_map map, gpar_kernel *kernel);
 /* End the handle; the kernel goes after the map's launches in flight. */
 GPAR_API int gpar_map_release(gpar_map map);

@@ -287,6 +287,40 @@ static void test_missing_compilers(void) {
   is_status(gpar_shutdown(e), GPAR_OK, "that engine shuts down");
 }
 
+/* The library's own kernels (a map's, an array op's) are not the user's: serials come in order,
+ * so the handle after a user's released kernel is guessable, and the guess must find nothing
+ * (before the fix it found the map's kernel and released it, and the map then refused every
+ * launch); the map's own handle (gpar_map_kernel) describes it but cannot release it.
+ * Mutants: gpar__kernel_get without its tag test gives GPAR_OK for both guesses; release without
+ * its `owned` test releases the map's kernel (not ok on the last three). */
+static void test_owned(void) {
+  gpar_kernel k = ku_kernel(eng, "mine", "out f32 *y", "y[0] = 1.0f;", NULL), guess;
+  gpar_kernel_release(k);
+  gpar_map m;
+  is_status(gpar_map_create(eng, "twice", "in f32 x, out f32 y", "y = 2 * x", &m), GPAR_OK, "a map");
+  guess.id = k.id + (UINT64_C(1) << 20); /* the next serial in the same slot: the map's kernel */
+  char src[64];
+  size_t len = 0;
+  is_status(gpar_kernel_source(guess, host, src, sizeof src, &len), GPAR_EINVAL, "a guessed map kernel is not described");
+  is_status(gpar_kernel_release(guess), GPAR_EINVAL, "nor released");
+  gpar_kernel mk = {0};
+  int st = gpar_map_kernel(m, &mk);
+  if (!st) st = gpar_kernel_source(mk, host, src, sizeof src, &len);
+  is_status(st, GPAR_OK, "the map's own handle describes its kernel");
+  is_status(gpar_kernel_release(mk), GPAR_EINVAL, "but cannot release it");
+  gpar_buffer x = tu_buffer(eng, host, 64), y = tu_buffer(eng, host, 64);
+  float v[16];
+  for (int i = 0; i < 16; i++) v[i] = (float)i;
+  gpar_arg a[2] = {gpar_arg_buffer(x, 0), gpar_arg_buffer(y, 0)};
+  st = gpar_write(x, 0, v, sizeof v);
+  if (!st) st = gpar_map_launch(m, 16, a, 2);
+  if (!st) st = gpar_read(y, 0, v, sizeof v);
+  ok(!st && v[3] == 6.0f, "the map still runs (%s, y[3] = %g)", gpar_status_name(st), v[3]);
+  gpar_buffer_release(x);
+  gpar_buffer_release(y);
+  is_status(gpar_map_release(m), GPAR_OK, "and is released");
+}
+
 int main(int argc, char **argv) {
   tap_start();
   eng = ku_engine(0);
@@ -304,6 +338,7 @@ int main(int argc, char **argv) {
   }
   if (tu_want(argc, argv, "fault")) test_build_fault();
   if (tu_want(argc, argv, "missing")) test_missing_compilers();
+  if (tu_want(argc, argv, "owned")) test_owned();
   is_status(gpar_wait_all(eng), GPAR_OK, "no failure left for wait_all");
   is_status(gpar_shutdown(eng), GPAR_OK, "shutdown");
   return done_testing();

@@ -10,6 +10,7 @@
 #include <pthread.h>
 
 #include "array/kernels.h"
+#include "kernel/kernel.h"
 
 /* ---------------------------------------------------------------- sources */
 
@@ -232,7 +233,9 @@ static int create(gpar_engine *token, int kind, int dt, int var, gpar_kernel *k)
   memcpy(fbody, alias, alen);
   memcpy(fbody + alen, body, blen + 1);
   snprintf(name, sizeof name, "arr_%s_%s_v%d", kname[kind], tname[dt], var);
+  gpar__kernel_owned(1);
   int st = gpar_kernel_create(token, name, sig, fbody, full, k);
+  gpar__kernel_owned(-1);
   free(full), free(fbody);
   return st;
 }
@@ -289,7 +292,7 @@ int gpar__arr_kernel(gpar_engine *eng, gpar__device *dev, int kind, int dtype, i
     if (atomic_compare_exchange_strong(&s->id[i], &zero, k.id))
       id = k.id;
     else
-      gpar_kernel_release(k), id = zero;
+      gpar__kernel_owned(1), gpar_kernel_release(k), gpar__kernel_owned(-1), id = zero;
   }
   ki->k.id = id;
   kdev *d = &s->dev[(size_t)i * (size_t)s->ndev + (size_t)dev->index];

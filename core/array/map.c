@@ -230,9 +230,11 @@ static int map_make(gpar_engine *eng, const char *name, const map_param *p, int 
   m->nparams = np, m->ndev = eng->ndev, m->token = gpar__engine_token(eng);
   char *sig = NULL, *body = NULL;
   int st = generate(p, np, expr, &sig, &body);
+  gpar__kernel_owned(1);
   if (st == GPAR_OK) st = gpar_kernel_create(m->token, name, sig, body, NULL, &m->k);
   free(sig), free(body);
   if (st == GPAR_OK && (st = gpar__handle_add(t, m, &m->slot, &m->serial)) != GPAR_OK) gpar_kernel_release(m->k);
+  gpar__kernel_owned(-1);
   if (st != GPAR_OK) {
     map_free(m);
     return st;
@@ -266,7 +268,9 @@ GPAR_API int gpar_map_release(gpar_map h) {
   map_put(m);
   if (!mine) return gpar__errorf(GPAR_EINVAL, "gpar_map_release: map %#llx is released already", (unsigned long long)h.id);
   gpar__handle_recycle(table(), m->slot); /* no call holds it any more */
+  gpar__kernel_owned(1);
   gpar_kernel_release(m->k); /* its launches in flight keep the kernel */
+  gpar__kernel_owned(-1);
   map_free(m);
   return GPAR_OK;
 }

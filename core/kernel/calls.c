@@ -68,6 +68,11 @@ GPAR_API int gpar_kernel_release(gpar_kernel h) {
   int st;
   gpar__kernel *k = gpar__kernel_get(h, "gpar_kernel_release");
   if (!k) return GPAR_EINVAL;
+  if (k->owned && !gpar__kernel_owned(0)) { /* a map's or an array op's: it goes with them */
+    gpar__kernel_put(k);
+    return gpar__errorf(GPAR_EINVAL, "gpar_kernel_release: kernel %#llx belongs to a map or the array ops",
+                        (unsigned long long)h.id);
+  }
   gpar_engine *eng = gpar__engine_enter(k->token, &st);
   /* Entered first: a concurrent gpar_shutdown waits for this call before it frees kernels. */
   gpar__kernel *mine = eng ? gpar__kernel_kill(k) : NULL;

@@ -1,15 +1,17 @@
 /* kernel.c: kernel objects, their handles and lifetime (kernel.h): the table of live kernels,
  * handle lookups, references, the device a call names. The public calls that make and describe
  * kernels are calls.c's, launches launch.c's, builds build.c's. */
+#include <assert.h>
 #include <stdlib.h>
 
 #include "kernel/kernel.h"
 
 /* ---------------------------------------------------------------- handles */
 
-/* id = serial << 20 | slot (serial >= 1, so id 0 is never valid). */
+/* id = owned << 63 | serial << 20 | slot (serial >= 1, so id 0 is never valid). */
 #define KERNEL_SLOT_BITS 20
-#define KERNEL_SERIAL_MAX ((UINT64_C(1) << (64 - KERNEL_SLOT_BITS)) - 1)
+#define KERNEL_SERIAL_MAX ((UINT64_C(1) << (63 - KERNEL_SLOT_BITS)) - 1)
+#define KERNEL_OWNED_TAG (UINT64_C(1) << 63)
 
 static gpar__handle_table *kernel_table;
 static pthread_once_t kernel_table_once = PTHREAD_ONCE_INIT;
@@ -19,9 +21,22 @@ static gpar__handle_table *table(void) {
   return kernel_table;
 }
 
+static _Thread_local int owned_calls; /* > 0: inside gpar__kernel_owned's bracket */
+
+int gpar__kernel_owned(int step) {
+  owned_calls += step;
+  assert(owned_calls >= 0);
+  return owned_calls;
+}
+
 gpar__kernel *gpar__kernel_get(gpar_kernel h, const char *fn) {
   gpar__handle_table *t = table();
-  gpar__kernel *k = t ? gpar__handle_get(t, (uint32_t)(h.id & ((1u << KERNEL_SLOT_BITS) - 1)), h.id >> KERNEL_SLOT_BITS) : NULL;
+  uint64_t id = h.id & ~KERNEL_OWNED_TAG;
+  gpar__kernel *k = t ? gpar__handle_get(t, (uint32_t)(id & ((1u << KERNEL_SLOT_BITS) - 1)), id >> KERNEL_SLOT_BITS) : NULL;
+  if (k && k->owned != !!(h.id & KERNEL_OWNED_TAG)) { /* the tag is part of the handle */
+    gpar__kernel_put(k);
+    k = NULL;
+  }
   if (!k) gpar__errorf(GPAR_EINVAL, "%s: kernel %#llx is released or invalid", fn, (unsigned long long)h.id);
   return k;
 }
@@ -55,10 +70,11 @@ void gpar__kernel_discard(gpar__kernel *k) {
 }
 
 int gpar__kernel_publish(gpar__kernel *k, gpar_kernel *out) {
+  k->owned = owned_calls > 0;
   int st = gpar__handle_add(table(), k, &k->slot, &k->serial);
   if (st == GPAR_OK) {
     atomic_fetch_add(&k->eng->kernels_live, 1);
-    out->id = k->serial << KERNEL_SLOT_BITS | k->slot;
+    out->id = (k->owned ? KERNEL_OWNED_TAG : 0) | k->serial << KERNEL_SLOT_BITS | k->slot;
   }
   return st;
 }

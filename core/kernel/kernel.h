@@ -79,6 +79,7 @@ typedef struct gpar__kstate {
 struct gpar__kernel {
   uint32_t slot;               /* its handle: {slot, serial} in the table of live kernels */
   uint64_t serial;
+  int owned;                   /* the library's own (a map's, an array op's): see gpar__kernel_owned */
   gpar_engine *token;          /* its engine's user handle */
   gpar_engine *eng;
   atomic_long refs;            /* the handle's, and one per op that holds it */
@@ -157,6 +158,12 @@ GPAR__HIDDEN void gpar__kdisk_store(const char *dir, int dfd, const char *key, s
 /* The kernel a handle names, with a table reference (gpar__kernel_put), or NULL (GPAR_EINVAL
  * message naming fn). */
 GPAR__HIDDEN gpar__kernel *gpar__kernel_get(gpar_kernel h, const char *fn);
+/* The library's calls on kernels of its own (maps', array ops'), bracketed by +1 and -1 in the
+ * calling thread (0 asks; returns the depth): a kernel created inside the bracket is the
+ * library's, its handle tagged (bit 63), and gpar_kernel_release refuses it outside one (it goes
+ * with its map or engine). Serials come in order, so a user can guess the handle made after
+ * theirs; without the tag the guess finds nothing of the library's. */
+GPAR__HIDDEN int gpar__kernel_owned(int step);
 GPAR__HIDDEN void gpar__kernel_put(gpar__kernel *k);
 /* Object references (ops): the last unref frees the kernel. */
 GPAR__HIDDEN void gpar__kernel_ref(gpar__kernel *k);
