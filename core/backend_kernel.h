@@ -50,6 +50,7 @@ typedef struct gpar__kernel_launch {
   int nargs;
   const gpar__kparam *params;
   const gpar__karg *args;
+  int no_event; /* hint: the core records no event right after this launch (OpenCL: no cl_event) */
 } gpar__kernel_launch;
 
 /* An array op (core/array/) on host memory, run in plain C by the host backend's `array`

@@ -331,6 +331,10 @@ tests_kernel_cuda_fault_LDADD = libgpar.la
 # fresh threads launching kernels with GPAR_HOST operands (no CUDA context current in them yet)
 tests_kernel_host_threads_SOURCES = tests/kernel_host_threads.c tests/kernel_util.h $(GPAR_TEST_HDRS)
 tests_kernel_host_threads_LDADD = libgpar.la -lpthread
+# kernel_args: launches back to back with some arguments changed (a backend's argument cache).
+GPAR_TAP_TESTS += tests/kernel_args
+tests_kernel_args_SOURCES = tests/kernel_args.c tests/kernel_util.h $(GPAR_TEST_HDRS)
+tests_kernel_args_LDADD = libgpar.la
 # kernel_sigchld: host kernels build and fail as they should in a process that ignores SIGCHLD.
 GPAR_TAP_TESTS += tests/kernel_sigchld
 tests_kernel_sigchld_SOURCES = tests/kernel_sigchld.c $(GPAR_TEST_HDRS)

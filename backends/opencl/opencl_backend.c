@@ -83,6 +83,7 @@ static int gpar__cl_open(const gpar_config *cfg, gpar__backend **out, int *ndev)
   }
   pthread_mutex_init(&be->pin_lock, NULL);
   pthread_mutex_init(&be->ev_lock, NULL);
+  atomic_init(&be->mem_frees, 0);
   be->pin_plat = -1;
   gpar__cl_contexts_attach();
   be->attached = 1;
@@ -300,7 +301,8 @@ static int gpar__cl_mem_alloc(gpar__bdev *dev, size_t bytes, void **mem) {
 }
 
 static void gpar__cl_mem_free(gpar__bdev *dev, void *mem) {
-  (void)dev;
+  /* Counted first: a handle equal to a freed one is a new buffer to the argument caches. */
+  atomic_fetch_add(&dev->be->mem_frees, 1);
   /* Freed once the commands that use it are done (OpenCL keeps it alive until then). */
   if (mem) clReleaseMemObject((cl_mem)mem);
 }
@@ -507,7 +509,12 @@ static int gpar__cl_event_record(gpar__bdev *dev, int lane, unsigned flags, gpar
   if (!e) return gpar__errorf(GPAR_ENOMEM, "opencl: out of host memory for an event");
   if (ln->last && !atomic_load_explicit(&ln->dirty, memory_order_relaxed)) {
     /* Nothing was enqueued after the lane's last command: on an in-order queue its completion
-     * means everything before it completed too, so it serves as the event (no marker). */
+     * means everything before it completed too, so it serves as the event (no marker). It goes
+     * out flushed: the completion thread polls it, other queues may wait on it. */
+    if (ln->unflushed) {
+      clFlush(ln->q);
+      ln->unflushed = 0;
+    }
     clRetainEvent(ln->last);
     e->ev = ln->last;
   } else {

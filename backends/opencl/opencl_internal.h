@@ -63,6 +63,9 @@ struct gpar__backend {
   /* Event pool. */
   pthread_mutex_t ev_lock;
   gpar__event *ev_free;
+  /* mem_free calls so far: a kernel's cached arguments (opencl_kernel.c) hold only cl_mem values
+   * of buffers alive since the count they were set at, so an equal handle is the same buffer. */
+  atomic_uint mem_frees;
 };
 
 struct gpar__event {
@@ -87,6 +90,10 @@ typedef struct gpar__cllane {
    * dirty, event_record hands out this event instead of enqueuing a marker. */
   cl_event last;
   atomic_int dirty;
+  /* Kernel launches enqueued since the lane's last clFlush (opencl_kernel.c): they flush every
+   * GPAR__CL_FLUSH_EVERY, and event_record flushes before it hands out an event. The lane's
+   * issuing thread alone reads and writes it. */
+  int unflushed;
   /* CLBlast temp buffer (WithTempBuffer variants: plain CLBlastSgemm allocates and frees one per
    * call, which blocks the host on NVIDIA). Per lane, since lanes run concurrently. */
   cl_mem temp;
@@ -199,14 +206,20 @@ GPAR__HIDDEN void gpar__cl_contexts_detach(void);
 
 /* ---- shared by the backend's files ---- */
 
-/* Each enqueue keeps its event as the lane's last command, and is flushed so the device starts
- * it without waiting for a later flush (NVIDIA batches unflushed commands; a queue waiting on an
- * unflushed event of another queue may never see it submitted). */
-static inline void gpar__cl_set_last(gpar__cllane *ln, cl_event ev) {
+/* Each enqueue keeps its event as the lane's last command (keep_last), and is flushed so the
+ * device starts it without waiting for a later flush (set_last). NVIDIA batches unflushed
+ * commands, and a queue waiting on an unflushed event of another queue may never see it
+ * submitted: kernel launches, which flush only every GPAR__CL_FLUSH_EVERY, leave the flush of an
+ * event that goes out to event_record. */
+static inline void gpar__cl_keep_last(gpar__cllane *ln, cl_event ev) {
   if (ln->last) clReleaseEvent(ln->last);
   ln->last = ev;
   atomic_store_explicit(&ln->dirty, 0, memory_order_relaxed);
+}
+static inline void gpar__cl_set_last(gpar__cllane *ln, cl_event ev) {
+  gpar__cl_keep_last(ln, ev);
   clFlush(ln->q);
+  ln->unflushed = 0;
 }
 
 /* Something the backend cannot see was enqueued on the lane: `last` no longer orders it. */
@@ -220,7 +233,12 @@ static inline void gpar__cl_enqueued(gpar__cllane *ln, cl_event ev) {
   } else {
     gpar__cl_mark_dirty(ln);
     clFlush(ln->q);
+    ln->unflushed = 0;
   }
 }
+
+/* Kernel launches flush their lane once per this many (and event_record before an event goes
+ * out), rather than each: the hand-written loop makes no clFlush at all. */
+#define GPAR__CL_FLUSH_EVERY 16
 
 #endif

@@ -238,10 +238,20 @@ int gpar__cl_kernel_compile(gpar__bdev *dev, const char *src, const char *opts, 
   return st;
 }
 
-/* A loaded kernel: its program (built from a binary for one device) and kernel object. */
+/* The argument slots whose last values a module keeps (two per buffer parameter). */
+#define CL_ARG_CACHE 128
+
+/* A loaded kernel: its program (built from a binary for one device) and kernel object, and the
+ * values its argument slots were last given (the first `nset`, while the backend's count of
+ * mem_free calls is still `frees`: no cl_mem among them was freed, so an equal handle is the same
+ * buffer). Only the thread that launches it on its device reads and writes them, under the
+ * device's shared_mu when it has several compute lanes (opencl_backend.c). */
 typedef struct cl_module {
   cl_program prog;
   cl_kernel k;
+  unsigned frees;
+  int nset;
+  uint64_t val[CL_ARG_CACHE];
 } cl_module;
 
 static void limits(gpar__bdev *dev, cl_kernel k, gpar__klimits *lim) {
@@ -291,24 +301,46 @@ void gpar__cl_kernel_unload(gpar__bdev *dev, void *module) {
   free(m);
 }
 
-int gpar__cl_kernel_launch(gpar__bdev *dev, int lane, void *module, const gpar__kernel_launch *l) {
-  cl_module *m = module;
-  gpar__cllane *ln = &dev->lanes[lane];
+/* clSetKernelArg for slot unless the module's cache says it holds val already. */
+static cl_int set_arg(cl_module *m, cl_uint slot, size_t size, const void *p, uint64_t val) {
+  if ((int)slot < m->nset && m->val[slot] == val) return CL_SUCCESS;
+  cl_int err = clSetKernelArg(m->k, slot, size, p);
+  if (slot < CL_ARG_CACHE) m->val[slot] = val;
+  return err;
+}
+
+/* Set the launch's arguments: only those that changed since the module's last launch. */
+static int set_args(gpar__bdev *dev, cl_module *m, const gpar__kernel_launch *l) {
+  unsigned frees = atomic_load_explicit(&dev->be->mem_frees, memory_order_acquire);
+  if (frees != m->frees) m->nset = 0;
+  m->frees = frees;
   cl_uint slot = 0;
   cl_int err = CL_SUCCESS;
   for (int i = 0; i < l->nargs && err == CL_SUCCESS; i++) {
     const gpar__kparam *p = &l->params[i];
+    uint64_t bits = l->args[i].bits;
     if (p->dir == GPAR__KDIR_SCALAR) {
       size_t size = p->type == GPAR__KT_I64 || p->type == GPAR__KT_U64 || p->type == GPAR__KT_F64 ? 8 : 4;
-      err = clSetKernelArg(m->k, slot++, size, &l->args[i].bits); /* little-endian low bytes */
+      err = set_arg(m, slot++, size, &bits, size == 8 ? bits : (uint32_t)bits); /* little-endian low bytes */
     } else {
       cl_mem mem = (cl_mem)l->args[i].mem;
-      cl_ulong off = l->args[i].bits;
-      if ((err = clSetKernelArg(m->k, slot++, sizeof mem, &mem)) == CL_SUCCESS)
-        err = clSetKernelArg(m->k, slot++, sizeof off, &off);
+      cl_ulong off = bits;
+      if ((err = set_arg(m, slot++, sizeof mem, &mem, (uint64_t)(uintptr_t)mem)) == CL_SUCCESS)
+        err = set_arg(m, slot++, sizeof off, &off, off);
     }
   }
-  if (err != CL_SUCCESS) return gpar__cl_fail("clSetKernelArg", err);
+  m->nset = err == CL_SUCCESS && slot <= CL_ARG_CACHE ? (int)slot : 0;
+  return err == CL_SUCCESS ? GPAR_OK : gpar__cl_fail("clSetKernelArg", err);
+}
+
+/* The launch: no cl_event where the core records none right after it (the lane is then marked
+ * dirty, so event_record enqueues a marker), and a flush every GPAR__CL_FLUSH_EVERY launches
+ * (event_record flushes before it hands out an event). */
+int gpar__cl_kernel_launch(gpar__bdev *dev, int lane, void *module, const gpar__kernel_launch *l) {
+  cl_module *m = module;
+  gpar__cllane *ln = &dev->lanes[lane];
+  int st = set_args(dev, m, l);
+  if (st != GPAR_OK) return st;
   size_t global[3], local[3];
   cl_uint dims = l->groups[2] > 1 || l->group_size[2] > 1 ? 3 : l->groups[1] > 1 || l->group_size[1] > 1 ? 2 : 1;
   for (int d = 0; d < 3; d++) {
@@ -316,8 +348,15 @@ int gpar__cl_kernel_launch(gpar__bdev *dev, int lane, void *module, const gpar__
     global[d] = (size_t)l->groups[d] * l->group_size[d];
   }
   cl_event ev = NULL;
-  if ((err = clEnqueueNDRangeKernel(ln->q, m->k, dims, NULL, global, local, 0, NULL, &ev)) != CL_SUCCESS)
-    return gpar__cl_fail("clEnqueueNDRangeKernel", err);
-  gpar__cl_set_last(ln, ev);
+  cl_int err = clEnqueueNDRangeKernel(ln->q, m->k, dims, NULL, global, local, 0, NULL, l->no_event ? NULL : &ev);
+  if (err != CL_SUCCESS) return gpar__cl_fail("clEnqueueNDRangeKernel", err);
+  if (ev)
+    gpar__cl_keep_last(ln, ev);
+  else
+    gpar__cl_mark_dirty(ln);
+  if (++ln->unflushed >= GPAR__CL_FLUSH_EVERY) {
+    clFlush(ln->q);
+    ln->unflushed = 0;
+  }
   return GPAR_OK;
 }

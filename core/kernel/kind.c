@@ -88,7 +88,7 @@ static int klaunch_run(gpar__device *dev, gpar__op *op) {
   const gpar__klaunch *L = gpar__op_args(op);
   gpar__kernel_launch l = {{L->groups[0], L->groups[1], L->groups[2]}, {L->size[0], L->size[1], L->size[2]},
                            0, (uint64_t)L->groups[0] * L->groups[1] * L->groups[2], /* fits: launch.c checked */
-                           L->nargs, L->k->params, klaunch_args(L)};
+                           L->nargs, L->k->params, klaunch_args(L), !op->need_event};
   if (dev->ops->ordered_by_events) return dev->ops->kernel_launch(dev->bdev, op->lane, L->e->module, &l);
   return host_spread(dev, L->e->module, &l);
 }
