@@ -920,6 +920,22 @@ GPAR_API int gpar_softmax_xent(gpar_dtype dtype, int k, int n, gpar_buffer z, si
  * NaN wins, as in NumPy); -1 for m == 0. On idx's device. */
 GPAR_API int gpar_argmax(gpar_dtype dtype, int m, int n, gpar_buffer a, size_t a_off, int lda,
                          gpar_buffer idx, size_t idx_off);
+/* Build the array ops' kernels up front, so that a program's first step does not build them one
+ * after another as its calls first need them. On device dev, or on every device with dev = -1
+ * (GPAR_HOST's value: "every device" covers the CPU's, which needs nothing): every GPAR_FLOAT
+ * kernel of every array op above, each variant (in place or apart; one pass or the two of a long
+ * reduction; each set of softmax outputs), compiled or loaded from the disk cache in parallel
+ * threads inside this call, which returns when all are done. Each is built once per device and
+ * kept for the engine's lifetime (never per call shape), so later calls build nothing. A
+ * training step such as examples/train_mlp.c's needs, in GPAR_FLOAT: gpar_binary_bcast in place
+ * (the bias add), gpar_unary in place (ReLU), gpar_softmax_xent with loss and gradient,
+ * gpar_reduce_range (one pass up to 8192 elements, two beyond) and gpar_reduce_matrix per row
+ * (one pass up to 32 columns, two beyond); its maps (gpar_map_*) are its own kernels, built at
+ * their first launch. Other element types still build at first use. GPAR_OK at once on a device
+ * whose array ops are plain C (the CPU); GPAR_ENODEV for a device that does not exist and
+ * GPAR_EDEADLK from inside an op, with nothing built; else the first build's failure
+ * (GPAR_EBUILD, GPAR_ENOTSUP, ...) with its message, after building every other kernel it can. */
+GPAR_API int gpar_array_prepare(gpar_engine *eng, int dev);
 
 /* ---- Elementwise maps: a typed parameter list and an expression, one kernel ----
  * In the spirit of CuPy's ElementwiseKernel. params lists the parameters, separated by commas:

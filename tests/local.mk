@@ -358,6 +358,11 @@ tests_array_LDADD = libgpar.la -lm
 GPAR_TAP_TESTS += tests/array_badinput
 tests_array_badinput_SOURCES = tests/array_badinput.c $(GPAR_TEST_HDRS)
 tests_array_badinput_LDADD = libgpar.la
+# array_prepare: gpar_array_prepare builds every kernel a training step's array calls need, on
+# every device (the step then builds nothing); bad input refused with nothing built.
+GPAR_TAP_TESTS += tests/array_prepare
+tests_array_prepare_SOURCES = tests/array_prepare.c $(GPAR_TEST_HDRS)
+tests_array_prepare_LDADD = libgpar.la
 GPAR_TAP_TESTS += tests/array_train
 tests_array_train_SOURCES = tests/array_train.c $(GPAR_TRAIN_SOURCES) $(GPAR_TEST_HDRS)
 tests_array_train_LDADD = libgpar.la -lm

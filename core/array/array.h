@@ -7,9 +7,10 @@
  *
  * The files, bottom first; a file uses only files listed before it (tests/layers.sh checks the
  * includes and, with nm, the calls; a header stands where its .c file does):
- * Layers (bottom first): operands.c kernels.c gpu.c run.c elementwise.c reduce.c softmax.c map.c
+ * Layers (bottom first): operands.c kernels.c prepare.c gpu.c run.c elementwise.c reduce.c softmax.c map.c
  *   operands.c     the checks of element types, shapes and operands
  *   kernels.c      the portable kernel sources (kernels.h), built per device at first use
+ *   prepare.c      gpar_array_prepare: the kernels built up front, in parallel threads
  *   gpu.c          a call on a GPU: kernel launches
  *   run.c          where a checked call runs (an op on the CPU, gpu.c on a GPU): gpar__array_issue
  *   elementwise.c  unary, binary and broadcast ops

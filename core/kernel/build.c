@@ -7,7 +7,9 @@
  * options and the whole generated source. Threads wanting the same build at once wait for the
  * first one (ks->cv). A compile error or a device that cannot run the kernel is kept (later
  * builds fail the same way at once); any other failure (out of memory, an injected fault, a
- * vendor error) is tried again by the next build. */
+ * vendor error) is tried again by the next build. Each text gpar_kernel_create accepted is kept
+ * too (gpar__ktext: calls.c checks a text once), with its build per device: a kernel of a text
+ * already built on its device finds it there, without the target, the key or the lock. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,12 +23,26 @@
 
 /* ---------------------------------------------------------------- the engine's kernel state */
 
+static void ktext_free(gpar__ktext *t) {
+  if (!t) return;
+  free(t->text);
+  free(t->sig);
+  free(t->params);
+  free(t);
+}
+
 /* Free a state's own memory (its builds and kinds are gone, or were never there). */
 static void kstate_delete(gpar__kstate *ks) {
   if (ks->bucket) { /* made whole: its lock and condition exist */
     pthread_mutex_destroy(&ks->mu);
     pthread_cond_destroy(&ks->cv);
   }
+  for (int b = 0; ks->tbucket && b < GPAR__KTEXT_BUCKETS; b++)
+    for (gpar__ktext *t = ks->tbucket[b], *next; t; t = next) {
+      next = t->next;
+      ktext_free(t);
+    }
+  free(ks->tbucket);
   free(ks->bucket);
   free(ks->target);
   free(ks->target_why);
@@ -38,10 +54,12 @@ static gpar__kstate *kstate_new(int ndev) {
   gpar__kstate *ks = calloc(1, sizeof *ks);
   if (!ks) return NULL;
   ks->nbuckets = 256;
+  ks->ndev = ndev;
   ks->target = calloc((size_t)ndev + 1, sizeof *ks->target);
   ks->target_why = calloc((size_t)ndev + 1, sizeof *ks->target_why);
   ks->target_st = calloc((size_t)ndev + 1, sizeof *ks->target_st);
-  if (!ks->target || !ks->target_why || !ks->target_st ||
+  ks->tbucket = calloc(GPAR__KTEXT_BUCKETS, sizeof *ks->tbucket);
+  if (!ks->target || !ks->target_why || !ks->target_st || !ks->tbucket ||
       !(ks->bucket = calloc((size_t)ks->nbuckets, sizeof *ks->bucket))) {
     kstate_delete(ks);
     return NULL;
@@ -79,6 +97,73 @@ void gpar__kstate_free(gpar_engine *eng) {
   }
   gpar__klaunch_kinds_free(ks);
   kstate_delete(ks);
+}
+
+/* ---------------------------------------------------------------- texts accepted */
+
+uint64_t gpar__ktext_hash(const char *const txt[4], const size_t len[4]) {
+  uint64_t h = 2;
+  for (int i = 0; i < 4; i++) h = gpar__khash(txt[i], len[i] + 1, h); /* each with its NUL: pieces apart */
+  return h;
+}
+
+static gpar__ktext *ktext_find_locked(gpar__kstate *ks, const char *const txt[4], const size_t len[4], size_t total,
+                                      uint64_t h) {
+  for (gpar__ktext *t = ks->tbucket[h % GPAR__KTEXT_BUCKETS]; t; t = t->next) {
+    if (t->hash != h || t->len != total) continue;
+    size_t at = 0;
+    int i = 0;
+    for (; i < 4 && !memcmp(t->text + at, txt[i], len[i] + 1); i++) at += len[i] + 1;
+    if (i == 4) return t;
+  }
+  return NULL;
+}
+
+gpar__ktext *gpar__ktext_find(gpar__kstate *ks, const char *const txt[4], const size_t len[4], uint64_t h) {
+  size_t total = len[0] + len[1] + len[2] + len[3] + 4;
+  pthread_mutex_lock(&ks->mu);
+  gpar__ktext *t = ktext_find_locked(ks, txt, len, total, h);
+  pthread_mutex_unlock(&ks->mu);
+  return t;
+}
+
+void gpar__ktext_use(gpar__kernel *k, gpar__ktext *te) {
+  const char *p = te->text;
+  k->text = te->text, k->text_len = te->len, k->sig = te->sig, k->params = te->params;
+  k->def.name = p;
+  p += strlen(p) + 1; /* the signature */
+  k->def.body = p += strlen(p) + 1;
+  k->def.preamble = p + strlen(p) + 1;
+  k->def.params = te->params, k->def.nparams = te->nparams, k->def.uses_group_memory = te->uses_group_memory;
+  k->kind = te->kind;
+  k->te = te;
+}
+
+void gpar__ktext_keep(gpar__kstate *ks, gpar__kernel *k, uint64_t h) {
+  gpar__ktext *t = calloc(1, sizeof *t + sizeof t->built[0] * (size_t)ks->ndev), *found;
+  if (!t) return;
+  *t = (gpar__ktext){.hash = h, .len = k->text_len, .text = k->text, .sig = k->sig, .params = k->params,
+                     .nparams = k->def.nparams, .uses_group_memory = k->def.uses_group_memory, .kind = k->kind};
+  const char *txt[4] = {k->text, NULL, k->def.body, k->def.preamble};
+  size_t len[4] = {strlen(k->text), 0, strlen(k->def.body), strlen(k->def.preamble)};
+  txt[1] = k->text + len[0] + 1, len[1] = strlen(txt[1]); /* the signature, uncut in text */
+  pthread_mutex_lock(&ks->mu);
+  if (!(found = ktext_find_locked(ks, txt, len, k->text_len, h)) && ks->ntexts < GPAR__KTEXT_MAX) {
+    t->next = ks->tbucket[h % GPAR__KTEXT_BUCKETS];
+    ks->tbucket[h % GPAR__KTEXT_BUCKETS] = found = t; /* it takes k's texts */
+    ks->ntexts++;
+  }
+  pthread_mutex_unlock(&ks->mu);
+  if (found == t) {
+    k->te = t;
+    return;
+  }
+  free(t);
+  if (!found) return; /* no room: k keeps its own */
+  free(k->text); /* another thread kept the same text first */
+  free(k->sig);
+  free(k->params);
+  gpar__ktext_use(k, found);
 }
 
 /* ---------------------------------------------------------------- device targets */
@@ -249,8 +334,25 @@ static int entry_done(gpar__kstate *ks, gpar__kentry *e, int st, char *msg) {
   return state;
 }
 
-/* Look up or make k's build on dev (the slow path of gpar__kernel_build_on). */
+/* k's build on dev known: it keeps it (READY and FAILED are final) and notes a memory hit. */
+static void adopt(gpar__kernel *k, gpar__device *dev, gpar__kentry *e, int hit) {
+  if (hit && e->state == GPAR__KE_READY) {
+    atomic_fetch_add(&k->eng->kernel_mem_hits, 1);
+    atomic_store(&k->built[dev->index].hit, 1);
+  }
+  gpar__kentry *none = NULL;
+  atomic_compare_exchange_strong(&k->built[dev->index].e, &none, e);
+}
+
+/* Look up or make k's build on dev (the slow path of gpar__kernel_build_on): first its text's
+ * build on dev, else through the memory key. */
 static int build_slow(gpar__kernel *k, gpar__device *dev, gpar__kentry **out) {
+  gpar__kentry *e = k->te ? atomic_load_explicit(&k->te->built[dev->index], memory_order_acquire) : NULL;
+  if (e) { /* a memory hit without the target, the key or the lock */
+    adopt(k, dev, e, 1);
+    *out = e;
+    return GPAR_OK;
+  }
   char whom[256], target[512];
   who(k, dev, whom, sizeof whom);
   gpar__kstate *ks = gpar__kstate_get(k->eng);
@@ -259,7 +361,7 @@ static int build_slow(gpar__kernel *k, gpar__device *dev, gpar__kentry **out) {
   if (st != GPAR_OK) return gpar__errorf(st, "%s: %s", whom, target);
   size_t len = 0;
   char *mkey = memory_key(k, dev, target, &len);
-  gpar__kentry *e = mkey ? entry_for(ks, dev, mkey, len, &mine) : NULL;
+  e = mkey ? entry_for(ks, dev, mkey, len, &mine) : NULL;
   if (!e) return gpar__errorf(GPAR_ENOMEM, "%s: out of host memory", whom);
   if (mine) {
     st = build_entry(k, dev, target, e);
@@ -268,12 +370,10 @@ static int build_slow(gpar__kernel *k, gpar__device *dev, gpar__kentry **out) {
       sprintf(msg, "%s: %s", whom, gpar__error_msg());
     if (st != GPAR_OK) gpar__errorf(st, "%s", msg ? msg : whom);
     if (entry_done(ks, e, st, msg) == GPAR__KE_RETRY) return st; /* its message is ours */
-  } else if (e->state == GPAR__KE_READY) {
-    atomic_fetch_add(&k->eng->kernel_mem_hits, 1);
-    atomic_store(&k->built[dev->index].hit, 1);
   }
-  gpar__kentry *none = NULL; /* READY and FAILED are final: the kernel keeps it */
-  atomic_compare_exchange_strong(&k->built[dev->index].e, &none, e);
+  adopt(k, dev, e, !mine);
+  gpar__kentry *none = NULL; /* final: the text's later kernels find it */
+  if (k->te) atomic_compare_exchange_strong(&k->te->built[dev->index], &none, e);
   *out = e;
   return GPAR_OK;
 }

@@ -9,35 +9,63 @@
 
 /* ---------------------------------------------------------------- create, release */
 
-/* A kernel object from checked texts (eng entered); NULL without memory. */
-static gpar__kernel *kernel_new(gpar_engine *eng, const char *const txt[4]) {
-  size_t len[4], total = 0;
-  for (int i = 0; i < 4; i++) total += (len[i] = strlen(txt[i])) + 1;
-  gpar__kstate *ks = gpar__kstate_get(eng);
-  gpar__kernel *k = ks ? calloc(1, sizeof *k + sizeof k->built[0] * (size_t)eng->ndev) : NULL;
+/* A kernel object of eng (entered), without its texts yet; NULL without memory. */
+static gpar__kernel *kernel_alloc(gpar_engine *eng) {
+  gpar__kernel *k = calloc(1, sizeof *k + sizeof k->built[0] * (size_t)eng->ndev);
   if (!k) return NULL;
-  k->text = malloc(total);
-  k->sig = strdup(txt[1]);
-  k->kind = gpar__klaunch_kind(ks, txt[0]);
-  if (!k->text || !k->sig || !k->kind) {
-    free(k->text);
-    free(k->sig);
-    free(k);
-    return NULL;
-  }
-  char *p = k->text, *at[4];
-  for (int i = 0; i < 4; i++) {
-    memcpy(at[i] = p, txt[i], len[i] + 1);
-    p += len[i] + 1;
-  }
-  k->text_len = total;
-  k->def = (gpar__kernel_def){.name = at[0], .body = at[2], .preamble = at[3], .common = gpar__kernel_common};
-  k->def.uses_group_memory = gpar__kuses_group_memory(at[2]) || gpar__kuses_group_memory(at[3]);
+  k->def.common = gpar__kernel_common;
   k->eng = eng;
   k->token = gpar__engine_token(eng);
   k->ndev = eng->ndev;
   atomic_init(&k->refs, 1);
   return k;
+}
+
+/* k's own copy of the texts txt (lengths len) and of the signature; GPAR_ENOMEM without memory. */
+static int kernel_texts(gpar__kernel *k, const char *const txt[4], const size_t len[4]) {
+  size_t total = len[0] + len[1] + len[2] + len[3] + 4;
+  if (!(k->text = malloc(total)) || !(k->sig = malloc(len[1] + 1))) return GPAR_ENOMEM;
+  char *p = k->text, *at[4];
+  for (int i = 0; i < 4; i++) {
+    memcpy(at[i] = p, txt[i], len[i] + 1);
+    p += len[i] + 1;
+  }
+  memcpy(k->sig, txt[1], len[1] + 1);
+  k->text_len = total;
+  k->def.name = at[0], k->def.body = at[2], k->def.preamble = at[3];
+  return GPAR_OK;
+}
+
+/* A new text's checks (after its name's), parse and kind; kept in ks once accepted (hash h). */
+static int kernel_checked(gpar__kstate *ks, gpar__kernel *k, uint64_t h, const char *fn) {
+  int st = gpar__kfiles_check(k->def.body, "body", fn);
+  if (st == GPAR_OK) st = gpar__kfiles_check(k->def.preamble, "preamble", fn);
+  if (st == GPAR_OK) st = gpar__ksig_parse(k->sig, fn, &k->params, &k->def.nparams);
+  if (st != GPAR_OK) return st;
+  k->def.params = k->params;
+  k->def.uses_group_memory = gpar__kuses_group_memory(k->def.body) || gpar__kuses_group_memory(k->def.preamble);
+  if (!(k->kind = gpar__klaunch_kind(ks, k->def.name))) return gpar__errorf(GPAR_ENOMEM, "%s: out of host memory", fn);
+  gpar__ktext_keep(ks, k, h);
+  return GPAR_OK;
+}
+
+/* The kernel of texts txt (checked names and pointers), in *out: a text this engine accepted
+ * before takes its entry's checks, parse and kind (and, at build, its builds); else it is checked. */
+static int kernel_make(gpar_engine *eng, const char *const txt[4], gpar__kernel **out, const char *fn) {
+  size_t len[4];
+  for (int i = 0; i < 4; i++) len[i] = strlen(txt[i]);
+  uint64_t h = gpar__ktext_hash(txt, len);
+  gpar__kstate *ks = gpar__kstate_get(eng);
+  gpar__ktext *te = ks ? gpar__ktext_find(ks, txt, len, h) : NULL;
+  gpar__kernel *k = ks ? kernel_alloc(eng) : NULL;
+  int st = k ? GPAR_OK : GPAR_ENOMEM;
+  if (k && te)
+    gpar__ktext_use(k, te);
+  else if (k && (st = kernel_texts(k, txt, len)) == GPAR_OK && (st = gpar__kname_check(txt[0], fn)) == GPAR_OK)
+    st = kernel_checked(ks, k, h, fn);
+  if (st == GPAR_ENOMEM) gpar__errorf(GPAR_ENOMEM, "%s: out of host memory", fn);
+  *out = k;
+  return st;
 }
 
 GPAR_API int gpar_kernel_create(gpar_engine *e, const char *name, const char *params, const char *body,
@@ -48,17 +76,13 @@ GPAR_API int gpar_kernel_create(gpar_engine *e, const char *name, const char *pa
   gpar_engine *eng = gpar__engine_enter(e, &st);
   if (!eng) return st;
   gpar__kernel *k = NULL;
+  const char *txt[4] = {name, params, body, preamble ? preamble : ""};
   if (!out || !params || !body)
     st = gpar__errorf(GPAR_EINVAL, "%s: %s is NULL", fn, !out ? "kernel" : !params ? "params" : "body");
-  else if ((st = gpar__kname_check(name, fn)) == GPAR_OK && (st = gpar__kfiles_check(body, "body", fn)) == GPAR_OK &&
-           (st = gpar__kfiles_check(preamble, "preamble", fn)) == GPAR_OK) {
-    const char *txt[4] = {name, params, body, preamble ? preamble : ""};
-    if (!(k = kernel_new(eng, txt))) st = gpar__errorf(GPAR_ENOMEM, "%s: out of host memory", fn);
-  }
-  if (k && (st = gpar__ksig_parse(k->sig, fn, &k->params, &k->def.nparams)) == GPAR_OK) {
-    k->def.params = k->params;
-    if ((st = gpar__kernel_publish(k, out)) == GPAR_OK) k = NULL;
-  }
+  else if (!name)
+    st = gpar__kname_check(name, fn);
+  else if ((st = kernel_make(eng, txt, &k, fn)) == GPAR_OK && (st = gpar__kernel_publish(k, out)) == GPAR_OK)
+    k = NULL;
   if (k) gpar__kernel_discard(k); /* not handed out */
   gpar__engine_leave(eng);
   return st;

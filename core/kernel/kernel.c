@@ -47,9 +47,11 @@ void gpar__kernel_ref(gpar__kernel *k) { atomic_fetch_add_explicit(&k->refs, 1, 
 
 static void kernel_free(gpar__kernel *k) {
   atomic_fetch_sub(&k->eng->kernels_live, 1);
-  free(k->text);
-  free(k->sig);
-  free(k->params);
+  if (!k->te) { /* else its text's entry owns them (build.c) */
+    free(k->text);
+    free(k->sig);
+    free(k->params);
+  }
   free(k);
 }
 

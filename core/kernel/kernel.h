@@ -11,7 +11,7 @@
  *   kernel.c   kernel objects, their handles and references
  *   kind.c     the op kinds of launches, one per kernel name, and the host's spreading of groups
  *              over the CPU workers
- *   build.c    builds and the engine's memory cache
+ *   build.c    builds and the engine's memory cache (texts accepted, builds)
  *   launch.c   gpar_kernel_launch: the checks, then the op
  *   calls.c    the public calls that make, release, build and describe kernels; shutdown
  *
@@ -36,6 +36,7 @@
 #define GPAR__KMAX_PARAMS 64
 
 typedef struct gpar__kentry gpar__kentry;
+typedef struct gpar__ktext gpar__ktext;
 typedef struct gpar__kernel gpar__kernel;
 typedef struct gpar__kkind gpar__kkind;
 
@@ -63,6 +64,25 @@ struct gpar__kentry {
   double seconds;     /* compile or load time */
 };
 
+/* A kernel text gpar_kernel_create accepted in this engine (ks->mu guards the chain; the rest is
+ * written before it is published and never changes but built[]): another kernel of the same
+ * text skips the checks, the signature's parse and the interning of its kind, and, on a device
+ * where the text was built, the target and memory key (build.c). Kept until gpar_shutdown, as
+ * builds are; at most GPAR__KTEXT_MAX of them (later texts take the slow path). */
+#define GPAR__KTEXT_MAX 4096
+#define GPAR__KTEXT_BUCKETS 1024
+struct gpar__ktext {
+  gpar__ktext *next;                /* hash chain */
+  uint64_t hash;
+  size_t len;
+  char *text;                       /* as gpar__kernel.text; its kernels point into it */
+  char *sig;                        /* the signature, cut by its parse, that params' names point into */
+  gpar__kparam *params;
+  int nparams, uses_group_memory;
+  const gpar__op_kind *kind;
+  _Atomic(gpar__kentry *) built[];  /* per device: its build (READY or FAILED) once known */
+};
+
 /* An engine's kernel state (eng->kernels), created at its first kernel. */
 typedef struct gpar__kstate {
   pthread_mutex_t mu;
@@ -70,6 +90,8 @@ typedef struct gpar__kstate {
   gpar__kentry **bucket;
   int nbuckets, nentries;
   gpar__kkind *kinds; /* interned op kinds, one per kernel name */
+  gpar__ktext **tbucket; /* the texts accepted (GPAR__KTEXT_BUCKETS chains) */
+  int ntexts, ndev;
   char **target;      /* per device: its kernel_target words, once known */
   int *target_st;     /* per device: 0 unknown, 1 known (target), else why it cannot (target_why) */
   char **target_why;  /* per device: why it cannot build (target_st != GPAR_OK) */
@@ -89,6 +111,8 @@ struct gpar__kernel {
   gpar__kernel_def def;        /* what the backends see (points into text and params) */
   gpar__kparam *params;
   const gpar__op_kind *kind;   /* its launches' kind (interned by name) */
+  gpar__ktext *te;             /* its text's entry, which owns text, sig and params (NULL: k owns them);
+                                  lives until gpar_shutdown */
   int ndev;
   struct {
     _Atomic(gpar__kentry *) e; /* its build on the device (READY or FAILED) once known */
@@ -193,6 +217,16 @@ GPAR__HIDDEN void gpar__klaunch_kinds_free(gpar__kstate *ks);
  * cache, compiler): GPAR_OK with *e READY, or the build's failure (GPAR_EBUILD, GPAR_ENOTSUP
  * kept; others retried next time) with its message. */
 GPAR__HIDDEN int gpar__kernel_build_on(gpar__kernel *k, gpar__device *dev, gpar__kentry **e);
+/* The hash of a kernel's texts (name, params, body, preamble; len[i]: their lengths). */
+GPAR__HIDDEN uint64_t gpar__ktext_hash(const char *const txt[4], const size_t len[4]);
+/* The entry of those texts (hash h) in ks, or NULL. */
+GPAR__HIDDEN gpar__ktext *gpar__ktext_find(gpar__kstate *ks, const char *const txt[4], const size_t len[4], uint64_t h);
+/* k's texts, signature, parameters and kind become te's (which k does not free: kernel.c). */
+GPAR__HIDDEN void gpar__ktext_use(gpar__kernel *k, gpar__ktext *te);
+/* Keep k's text (checked, its signature parsed, its kind interned; hash h) in ks: its entry takes
+ * k's texts, or k uses an entry another thread kept first (gpar__ktext_use); best effort: without
+ * memory or room, k keeps its own and k->te stays NULL. */
+GPAR__HIDDEN void gpar__ktext_keep(gpar__kstate *ks, gpar__kernel *k, uint64_t h);
 /* eng's kernel state, created on first use; NULL (GPAR_ENOMEM) without memory. */
 GPAR__HIDDEN gpar__kstate *gpar__kstate_get(gpar_engine *eng);
 /* dev's kernel_target words into buf (computed once per device): GPAR_OK, or GPAR_ENOTSUP with

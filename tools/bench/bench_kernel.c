@@ -3,7 +3,8 @@
  * that run libgpar's loop and the hand loop in turn (--repeat, default 5; medians with min and
  * max): a tiny kernel's launch loop, eager and recorded in a graph (a hand-captured CUDA graph
  * on CUDA); saxpy's bandwidth over sizes; build times (cold, the first in the process apart; a
- * memory hit; a disk hit in a new engine; a disk hit in a new process, this program run again);
+ * memory hit: gpar_kernel_create and gpar_kernel_build of a text built before; a disk hit in
+ * a new engine; a disk hit in a new process, this program run again);
  * and, when a second device can build kernels, two independent launches on two devices with one
  * wait (overlap; --trace shows it). */
 #include <stdio.h>
@@ -282,7 +283,10 @@ static int build_round(kb *b, const char *dir, int round, double *t) {
   int right = 1;
   if (!e) return bench_fail("gpar_init (builds)", GPAR_EBACKEND);
   t[0] = timed_build(salted(e, round), b->dev, GPAR_KERNEL_COMPILED, &right);
-  t[1] = timed_build(salted(e, round), b->dev, GPAR_KERNEL_MEMORY_HIT, &right);
+  double t0 = gpar_now(); /* a memory hit is the create and the build: the create checks the text */
+  gpar_kernel hit = salted(e, round);
+  t[1] = gpar_now() - t0;
+  t[1] += timed_build(hit, b->dev, GPAR_KERNEL_MEMORY_HIT, &right);
   gpar_shutdown(e);
   if (!(e = build_engine(b->ctx, dir))) return bench_fail("gpar_init (builds)", GPAR_EBACKEND);
   t[2] = timed_build(salted(e, round), b->dev, GPAR_KERNEL_DISK_HIT, &right);
@@ -316,7 +320,7 @@ static int case_builds(kb *b) {
   row(b, "build_first", "first build in the process", &t[0][0], rok ? &raw[0][0] : NULL, 1, 1e3, "ms");
   row(b, "build_cold", "later cold builds", col[0], rok ? col[4] : NULL, R - 1, 1e3, "ms");
   for (int r = 1; r < R; r++) col[4][r - 1] = raw[r][1];
-  row(b, "build_memory", "memory hit (another kernel object)", col[1], NULL, R - 1, 1e3, "ms");
+  row(b, "build_memory", "memory hit (create + build)", col[1], NULL, R - 1, 1e6, "us");
   row(b, "build_disk", "disk hit in a new engine", col[2], rok ? col[4] : NULL, R - 1, 1e3, "ms");
   row(b, "build_process", "disk hit in a new process", col[3], rok ? col[4] : NULL, R - 1, 1e3, "ms");
   row(b, "build_process_ident", "  before it: the compiler's identity", col[5], NULL, R - 1, 1e3, "ms");
