@@ -220,15 +220,23 @@ typedef struct gpar__backend_ops {
    * replay its part op by op without trying (optional; NULL: every copy can be captured). */
   int (*graph_copy_ok)(gpar__bdev *dev, const gpar__copy_args *a);
 
-  /* Kernels (optional: all of kernel_target .. kernel_launch, or none). Every entry but
-   * kernel_launch is called from the thread that builds (any thread, several at once). */
+  /* Kernels (optional: all of kernel_target .. kernel_launch, or none; kernel_ident optional).
+   * Every entry but kernel_launch is called from the thread that builds (any thread, several at
+   * once). */
   /* What builds kernels for dev, in words that identify the binary it makes (compiler and its
-   * version, the target: "NVRTC 13.0, sm_90"); GPAR_ENOTSUP with the reason when dev cannot
-   * build kernels (NVRTC absent, no compiler). */
-  int (*kernel_target)(gpar__bdev *dev, char *buf, size_t cap);
+   * version, the target: "NVRTC 13.0, sm_90"), and in files the paths (one per line) those
+   * words were read from, whose change may change them; GPAR_ENOTSUP with the reason when dev
+   * cannot build kernels (NVRTC absent, no compiler). */
+  int (*kernel_target)(gpar__bdev *dev, char *buf, size_t cap, char *files, size_t fcap);
+  /* Optional, where kernel_target is slow: cheap words that decide what kernel_target would say,
+   * given its files unchanged (the compiler's command and where it is found; no compiler is
+   * run or loaded). GPAR_ENOTSUP: none can be given (kernel_target is asked every time). */
+  int (*kernel_ident)(gpar__bdev *dev, char *buf, size_t cap);
   /* The whole source of def for dev (dialect header, def->common, preamble, generated entry
-   * point; malloc'ed) and its compile options (into opts); GPAR_ENOTSUP when dev cannot run def. */
-  int (*kernel_source)(gpar__bdev *dev, const gpar__kernel_def *def, char **src, char *opts, size_t optcap);
+   * point; malloc'ed) and its compile options (into opts), for target (kernel_target's words);
+   * GPAR_ENOTSUP when dev cannot run def. */
+  int (*kernel_source)(gpar__bdev *dev, const char *target, const gpar__kernel_def *def, char **src, char *opts,
+                       size_t optcap);
   /* Compile src with opts into a binary (*bin malloc'ed, *len bytes) and give the compiler's
    * output (*log malloc'ed, or NULL). GPAR_EBUILD when the compiler rejects the source, its
    * message the first error lines. */

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "gpar.h"
 
@@ -71,5 +72,22 @@ typedef struct gpar__array_args {
   size_t ld[4];
   double scale;
 } gpar__array_args;
+
+/* The guard a backend writes into a kernel's source before the user's text, where its compiler
+ * honours it (gcc and clang: the host, PoCL): the words that read files (inline assembly's
+ * .incbin, __has_include, __has_embed) poisoned, so a build that uses them fails however they are
+ * spelled (token pasting included), inside a system-header line marker (no warning for poisoning
+ * the built-in __has_include), then the compiler's line numbers set back to the source's own
+ * (file names the file the lines are in: "kernel.c"). f is an open_memstream of *src. */
+static inline void gpar__kernel_poison(FILE *f, char **src, const char *file) {
+  fflush(f);
+  long line = 1;
+  for (const char *p = *src; p && *p; p++) line += *p == '\n';
+  fprintf(f,
+          "# 1 \"<libgpar: words that read files>\" 3\n"
+          "#pragma GCC poison asm __asm __asm__ __has_include __has_include_next __has_embed\n"
+          "# %ld \"%s\"\n",
+          line + 3, file);
+}
 
 #endif

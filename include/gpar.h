@@ -430,12 +430,14 @@ GPAR_API int gpar_comm_create_transport(gpar_engine *eng, const int *devs, int n
 /* The ctx of a live transport communicator in *ctx, held: comm's destroy (and gpar_shutdown)
  * waits for the hold before it frees ctx, so ctx stays valid until the matching
  * gpar_comm_transport_ctx_put. GPAR_EINVAL (*ctx NULL) for a destroyed, invalid or stale handle
- * or one without a transport (gpar_last_error says which). Hold it for the length of a call;
- * the holding thread must not destroy comm or shut its engine down (they would wait for it). */
+ * or one without a transport (gpar_last_error says which), and when the thread holds 16 already.
+ * Hold it for the length of a call; the holding thread must not destroy comm or shut its engine
+ * down (they would wait for it). */
 GPAR_API int gpar_comm_transport_ctx_get(gpar_comm comm, void **ctx);
-/* Drop the hold of a successful gpar_comm_transport_ctx_get(comm, ...): once per such call,
- * never otherwise. */
-GPAR_API void gpar_comm_transport_ctx_put(gpar_comm comm);
+/* Drop the hold of a successful gpar_comm_transport_ctx_get(comm, ...) made by this thread: once
+ * per such call. GPAR_EINVAL, with nothing dropped, when this thread holds none of comm's (a put
+ * after a failed get, a second put, another thread's hold, a handle never used). */
+GPAR_API int gpar_comm_transport_ctx_put(gpar_comm comm);
 /* Record status and msg as the calling thread's last error (what gpar_last_error returns, and
  * what an op's failure carries when called inside a user function); returns status. */
 GPAR_API int gpar_error_set(int status, const char *msg);
@@ -652,12 +654,28 @@ GPAR_API int gpar_graph_destroy(gpar_graph *graph);
  *   point), and GPAR_GLOBAL_MEM / GPAR_LOCAL_MEM before the pointers into global / group-local
  *   memory that they take; GPAR_ON_CUDA, GPAR_ON_OPENCL or GPAR_ON_HOST is defined (as 1) on
  *   its backend, for code that must differ.
- * - no directive that reads a file (#include, #include_next, #embed, #import, __has_include):
- *   what it reads would not be part of the cache key, and each backend looks for files in its
- *   own places; gpar_kernel_create refuses it (GPAR_EINVAL with the line and column). Put the
- *   helpers' text in the preamble. Other directives (#define, #if, #pragma) are fine.
+ * - no directive that reads a file (#include, #include_next, #embed, #import, __has_include,
+ *   __has_embed): what it reads would not be part of the cache key, and each backend looks for
+ *   files in its own places; gpar_kernel_create refuses it (GPAR_EINVAL with the line and
+ *   column). Put the helpers' text in the preamble. Other directives (#define, #if, #pragma)
+ *   are fine, and so is token pasting (##), except beside a name that begins one of the words
+ *   __has_include or __asm__ (_, __, __has_, __as, ...), which pasting could complete.
  * - no inline assembly (asm, __asm, __asm__): it is one backend's only, and an assembler's
  *   .incbin reads a file too; refused the same way.
+ * What a build may read: nothing but its own source, on every backend, so that no cache entry
+ * stands for a file that has changed since. The text check above reads the text every way a
+ * compiler may (trigraphs, splices after blanks, a vertical tab or form feed after #, digit
+ * separators and raw strings or not); the builds themselves add, per backend:
+ *   host: the source alone in a new private folder, where the compiler runs with -nostdinc
+ *     (the dialect header declares what it needs: no system header is read); the words that
+ *     read files poisoned in the source (#pragma GCC poison: an error however they are spelled,
+ *     token pasting included); and the compiler's own list of the files it read (-MD) checked:
+ *     a build that read any other file is GPAR_EBUILD naming it (a GPAR_CC with -include, say).
+ *     Options in GPAR_CC are yours and part of the key; what their macros (-D) expand to is not
+ *     checked.
+ *   OpenCL: no option names a file or folder; on PoCL (clang) the same poisoning. NVIDIA's
+ *     OpenCL and NVRTC offer neither a list of what they read nor poisoning: there the text
+ *     check is the guarantee (NVRTC also gets --no-source-include; inline PTX reads no file).
  * The body is one work-item's code: C99 that CUDA C++, OpenCL C 1.2 and C11 all accept
  * (statements, declarations, int, float, loops); `return` ends the work-item. Float results may
  * differ in the last bits between backends (each compiler contracts a * b + c into a fused
@@ -689,7 +707,12 @@ GPAR_API int gpar_graph_destroy(gpar_graph *graph);
  * hit) and on disk (gpar_config.kernel_cache_dir), keyed by everything that changes the binary:
  * the generated source, compile options, the dialect and libgpar versions, the target (CUDA:
  * sm_XY and the NVRTC version; OpenCL: platform, device and driver version; host: the compiler's
- * `--version`, its flags and the CPU) and the compiler version. An entry holds its whole key
+ * `--version`, its flags and the CPU) and the compiler version. The target is learnt from the
+ * compiler once and kept in the cache folder too, as ccache identifies a compiler: under the
+ * compiler's command and search path (host: the programs the command names, found in PATH;
+ * CUDA: the NVRTC names asked for, LD_LIBRARY_PATH and the device's sm_XY), valid while the
+ * files it came from keep their size, mtime and inode (the compiler's real file; libnvrtc and
+ * ld.so.cache), so a disk hit in a new process neither runs `cc --version` nor loads NVRTC. An entry holds its whole key
  * and a checksum; one whose key or checksum does not match, or that does not load, is rebuilt
  * from source and replaced (written to a temporary file, then renamed: processes building the
  * same kernel at once all succeed). Entries are native code (the host's a shared object that
@@ -941,7 +964,7 @@ GPAR_API int gpar_array_prepare(gpar_engine *eng, int dev);
  * In the spirit of CuPy's ElementwiseKernel. params lists the parameters, separated by commas:
  * an array `DIR TYPE name` (DIR one of in, out, inout; TYPE one of i8 u8 i16 u16 i32 u32 i64 u64
  * f32 f64 f16 bf16) or a scalar `TYPE name` (TYPE one of i32 u32 i64 u64 f32 f64); at least one
- * out or inout array; names are C identifiers, not i or n, none another array's name + "_p".
+ * out or inout array; names are C identifiers (as kernels' parameters), all different, not i or n.
  * expr is C (the kernel dialect's) run for each index i < n: each array is its element i (f16
  * and bf16 as f32; `in` ones read-only, `out` ones start at 0), each scalar its value, i and n
  * the index and the count; the outputs' values are stored after it. Example:

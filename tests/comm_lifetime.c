@@ -7,7 +7,8 @@
  * is accepted and runs; gpar_shutdown destroys the engine's communicators after the drain (the
  * transport's destroy is called once, after its ops ran) and their handles are refused
  * afterwards, so engine lifetimes that leave communicators behind never use up the process's
- * communicators. Transport communicators use tests/comm_transport.h, whose context is freed in
+ * communicators; a transport context's put is refused unless its thread holds that context.
+ * Transport communicators use tests/comm_transport.h, whose context is freed in
  * destroy: under ASan a use of it after that is reported. The engine's own communicators are
  * tested on the host with the OpenCL devices (staged) and, where present, on the CUDA devices
  * (NCCL when built). Run under ASan and TSan too; name cases on the command line to run only
@@ -81,6 +82,56 @@ static void test_stale_slot(void) {
   float got[16];
   ok(gpar_read(b, 0, got, sizeof got) == GPAR_OK && all_floats(got, 16, 1.0f),
      "one-member sums left the data as it was (%g)", got[0]);
+  gpar_buffer_release(b);
+  is_status(gpar_shutdown(eng), GPAR_OK, "shutdown");
+}
+
+/* ---------------------------------------------------------------- transport context holds */
+
+/* gpar_comm_transport_ctx_put refuses a put its thread did not get: after a failed get (a
+ * communicator without a transport; a destroyed one whose slot holds another), a second put, a
+ * never-used slot, another thread's hold; nothing is dropped, so the communicators stay whole
+ * (their destroy does not wait forever, and no count goes below its own). Mutant: the put's
+ * check of this thread's holds removed (an assert abort in a debug build, a NULL dereference on
+ * the never-used slot). */
+static void *put_other_thread(void *arg) {
+  *(int *)arg = gpar_comm_transport_ctx_put(*(gpar_comm *)((int *)arg + 2));
+  return NULL;
+}
+
+static void test_ctx_puts(void) {
+  gpar_engine *eng = host_engine(2);
+  int dev = host_dev(eng);
+  gpar_comm own, tr;
+  void *ctx = NULL;
+  if (gpar_comm_create(eng, &dev, 1, &own) != GPAR_OK || tt_create(eng, dev, &tr) != GPAR_OK) bail_out("comms");
+  is_status(gpar_comm_transport_ctx_get(own, &ctx), GPAR_EINVAL, "get on a communicator without a transport fails");
+  is_status(gpar_comm_transport_ctx_put(own), GPAR_EINVAL, "  and the put after it is refused");
+  gpar_comm never = {(uint64_t)9 << 32 | 4000}; /* a slot no communicator ever had */
+  is_status(gpar_comm_transport_ctx_put(never), GPAR_EINVAL, "a put on a never-used slot is refused");
+  is_status(gpar_comm_transport_ctx_put((gpar_comm){0}), GPAR_EINVAL, "a put on the null handle is refused");
+  is_status(gpar_comm_transport_ctx_get(tr, &ctx), GPAR_OK, "get on a transport communicator");
+  ok(ctx != NULL, "  gives its context");
+  struct {
+    int st, pad;
+    gpar_comm c;
+  } other = {GPAR_OK, 0, tr};
+  pthread_t th;
+  pthread_create(&th, NULL, put_other_thread, &other);
+  pthread_join(th, NULL);
+  is_status(other.st, GPAR_EINVAL, "another thread's put of that hold is refused");
+  is_status(gpar_comm_transport_ctx_put(tr), GPAR_OK, "the getting thread's put");
+  is_status(gpar_comm_transport_ctx_put(tr), GPAR_EINVAL, "a second put is refused");
+  gpar_buffer b = host_floats(eng, 16, 1.0f);
+  is_status(gpar_allreduce(own, &b, NULL, 16, GPAR_FLOAT, GPAR_SUM), GPAR_OK, "the communicators still work");
+  is_status(gpar_wait(b), GPAR_OK, "  (waited)");
+  is_status(gpar_comm_destroy(tr), GPAR_OK, "the transport communicator is destroyed (no hold left to wait for)");
+  gpar_comm next;
+  if (tt_create(eng, dev, &next) != GPAR_OK) bail_out("tt_create");
+  is_status(gpar_comm_transport_ctx_get(tr, &ctx), GPAR_EINVAL, "get through the destroyed handle fails");
+  is_status(gpar_comm_transport_ctx_put(tr), GPAR_EINVAL, "  and its put does not touch the slot's new communicator");
+  is_status(gpar_comm_destroy(next), GPAR_OK, "  which is destroyed whole");
+  is_status(gpar_comm_destroy(own), GPAR_OK, "and the other one");
   gpar_buffer_release(b);
   is_status(gpar_shutdown(eng), GPAR_OK, "shutdown");
 }
@@ -354,6 +405,7 @@ static void test_many_lifetimes(void) {
 int main(int argc, char **argv) {
   tap_start();
   if (tu_want(argc, argv, "stale_slot")) test_stale_slot();
+  if (tu_want(argc, argv, "ctx_puts")) test_ctx_puts();
   if (tu_want(argc, argv, "destroy_inside_transport")) test_destroy_inside_transport();
   if (tu_want(argc, argv, "destroy_inside_own")) test_destroy_inside_own();
   if (tu_want(argc, argv, "drain_outside")) test_shutdown_drain(0);

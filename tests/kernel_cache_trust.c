@@ -192,13 +192,8 @@ static void test_plants(void) {
 /* ---------------------------------------------------------------- directives that read files */
 
 static void test_directives(void) {
-  gpar_config cfg;
-  gpar_engine *e = NULL;
-  gpar_config_init(&cfg);
-  cfg.quiet = 1;
-  cfg.backends = GPAR_BACKEND_HOST;
-  cfg.kernel_cache_dir = "";
-  if (gpar_init(&e, &cfg) != GPAR_OK) bail_out("gpar_init");
+  gpar_engine *e = ku_host_engine_nocache(NULL);
+  if (!e) bail_out("gpar_init");
   static const struct {
     const char *pre, *body, *where;
   } bad[] = {

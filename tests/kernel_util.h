@@ -39,6 +39,19 @@ static inline gpar_engine *ku_engine(int host_threads) {
   return tu_engine(0, host_threads, 0);
 }
 
+/* An engine of the host device alone with no disk cache (every build compiles), its compiler
+ * command cc (NULL: the default); NULL when it cannot be made. */
+static inline gpar_engine *ku_host_engine_nocache(const char *cc) {
+  gpar_config cfg;
+  gpar_engine *e = NULL;
+  gpar_config_init(&cfg);
+  cfg.quiet = 1;
+  cfg.backends = GPAR_BACKEND_HOST;
+  cfg.kernel_cache_dir = "";
+  cfg.kernel_cc = cc;
+  return gpar_init(&e, &cfg) == GPAR_OK ? e : NULL;
+}
+
 /* A kernel; bails out when it cannot be made (the signatures here are right). */
 static inline gpar_kernel ku_kernel(gpar_engine *eng, const char *name, const char *params, const char *body,
                                     const char *preamble) {

@@ -130,12 +130,19 @@ erank() { # rank of a file name (x.c or x.h) in $eorder, or none
   done
   echo none
 }
+# The file list of a header's "Layers (bottom first):" line, with the comment lines after it that
+# hold only more file names (a list longer than a line).
+layers_line() {
+  awk '/Layers \(bottom first\):/ { sub(/.*Layers \(bottom first\): */, ""); list = $0; on = 1; next }
+       on && /^ \*  *[A-Za-z0-9_.]+\.[ch]( [A-Za-z0-9_.]+\.[ch])* *$/ { sub(/^ \* */, ""); list = list " " $0; next }
+       on { print list; exit }' "$1"
+}
 # 4. inside a backend folder (or mpi/) whose private header lists its files ("Layers (bottom
 # first): a.c b.c ..."), no object refers to a symbol defined by a file listed after its own,
 # every file is listed and none includes a header listed after it.
 cd "$build" || exit 1
 for hdr in "$src"/backends/*/*_internal.h "$src"/mpi/*_internal.h; do
-  order=$(sed -n 's/.*Layers (bottom first): *//p' "$hdr" | head -1)
+  order=$(layers_line "$hdr")
   [ -n "$order" ] || continue
   dir=${hdr#"$src"/}
   dir=${dir%/*}
@@ -189,7 +196,7 @@ floors() { # floors MAP CLOSED: MAP core/x/x.h; CLOSED 1 when no file of the fol
   fdir=$(dirname "$map")
   short=${fdir#core/}
   cd "$src" || exit 1
-  eorder=$(sed -n 's/.*Layers (bottom first): *//p' "$map" | head -1)
+  eorder=$(layers_line "$map")
   bad=""
   [ -n "$eorder" ] || bad=" $map:no-Layers-line"
   for f in "$fdir"/*.c "$fdir"/*.h; do

@@ -230,6 +230,14 @@ EXTRA_DIST += tests/layers.sh
 tests/layers.tap: Makefile
 	$(AM_V_GEN)$(MKDIR_P) tests && echo '#!/bin/sh' > $@ && \
 	  echo 'exec $(SHELL) "$(abs_top_srcdir)/tests/layers.sh" "$(abs_top_srcdir)" "$(abs_top_builddir)"' >> $@
+# kernel_reserved: every macro the kernel compilers define (clang's OpenCL C, the C11 headers) is
+# refused as a kernel's or map's name (tests/kernel-reserved.sh).
+TESTS += tests/kernel_reserved.tap
+CLEANFILES += tests/kernel_reserved.tap
+EXTRA_DIST += tests/kernel-reserved.sh
+tests/kernel_reserved.tap: Makefile
+	$(AM_V_GEN)$(MKDIR_P) tests && echo '#!/bin/sh' > $@ && \
+	  echo 'CC="$(CC)" exec $(SHELL) "$(abs_top_srcdir)/tests/kernel-reserved.sh" "$(abs_top_builddir)"' >> $@
 # installed_header: gpar.h as installed compiles cleanly as C99, C11 and C++ (-Wall -Wextra
 # -pedantic -Werror), through a wrapper that hands the script configure's C compiler.
 TESTS += tests/installed_header.tap
@@ -320,6 +328,11 @@ tests_kernel_errors_SOURCES = tests/kernel_errors.c tests/kernel_util.h $(GPAR_T
 tests_kernel_errors_LDADD = libgpar.la
 tests_kernel_cache_SOURCES = tests/kernel_cache.c tests/kernel_util.h $(GPAR_TEST_HDRS)
 tests_kernel_cache_LDADD = libgpar.la
+# kernel_reads: no build reads a file outside its cache key: the spellings a plain scan missed,
+# refused or never stale on any device; the host compiler's -MD guard; a build with fds 0-2 closed.
+GPAR_TAP_TESTS += tests/kernel_reads
+tests_kernel_reads_SOURCES = tests/kernel_reads.c tests/kernel_util.h $(GPAR_TEST_HDRS)
+tests_kernel_reads_LDADD = libgpar.la
 # kernel_cache_trust: disk cache entries and folders of other users, links, FIFOs; #include refused.
 GPAR_TAP_TESTS += tests/kernel_cache_trust
 tests_kernel_cache_trust_SOURCES = tests/kernel_cache_trust.c tests/kernel_cache_fmt.h tests/kernel_util.h $(GPAR_TEST_HDRS)

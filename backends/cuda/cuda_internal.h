@@ -255,9 +255,11 @@ GPAR__HIDDEN void gpar__cuda_comm_abort(void *comm) __attribute__((weak));
 
 /* ---- cuda_kernel.c (built with NVRTC's header only: weak, NULL otherwise): the kernel entries ---- */
 
-GPAR__HIDDEN int gpar__cuda_kernel_target(gpar__bdev *dev, char *buf, size_t cap) __attribute__((weak));
-GPAR__HIDDEN int gpar__cuda_kernel_source(gpar__bdev *dev, const gpar__kernel_def *def, char **src, char *opts,
-                                          size_t optcap) __attribute__((weak));
+GPAR__HIDDEN int gpar__cuda_kernel_target(gpar__bdev *dev, char *buf, size_t cap, char *files, size_t fcap)
+    __attribute__((weak));
+GPAR__HIDDEN int gpar__cuda_kernel_ident(gpar__bdev *dev, char *buf, size_t cap) __attribute__((weak));
+GPAR__HIDDEN int gpar__cuda_kernel_source(gpar__bdev *dev, const char *target, const gpar__kernel_def *def, char **src,
+                                          char *opts, size_t optcap) __attribute__((weak));
 GPAR__HIDDEN int gpar__cuda_kernel_compile(gpar__bdev *dev, const char *src, const char *opts, void **bin, size_t *len,
                                            char **log) __attribute__((weak));
 GPAR__HIDDEN int gpar__cuda_kernel_load(gpar__bdev *dev, const void *bin, size_t len, const char *name, void **module,

@@ -171,7 +171,7 @@ static int device_arch(const struct cuda_dev *d, const nvrtc_api *a, int *dev_ar
   return GPAR_OK;
 }
 
-int gpar__cuda_kernel_target(gpar__bdev *dev, char *buf, size_t cap) {
+int gpar__cuda_kernel_target(gpar__bdev *dev, char *buf, size_t cap, char *files, size_t fcap) {
   const nvrtc_api *a;
   int st = nvrtc_get(dev->d.be, &a), dev_arch, arch;
   if (st == GPAR_OK) st = device_arch(&dev->d, a, &dev_arch, &arch);
@@ -179,17 +179,41 @@ int gpar__cuda_kernel_target(gpar__bdev *dev, char *buf, size_t cap) {
   char clamp[32] = "";
   if (arch != dev_arch) snprintf(clamp, sizeof clamp, " (device sm_%d)", dev_arch);
   snprintf(buf, cap, "NVRTC %d.%d, sm_%d%s", a->major, a->minor, arch, clamp);
+  Dl_info info; /* the library dlopen found, and what steered it there */
+  snprintf(files, fcap, "%s\n/etc/ld.so.cache\n",
+           dladdr((void *)a->version, &info) && info.dli_fname ? info.dli_fname : "");
+  return GPAR_OK;
+}
+
+/* What decides the target without loading NVRTC (7 ms): the library names asked for, how dlopen
+ * searches (LD_LIBRARY_PATH; ld.so.cache and the library itself are kernel_target's files) and
+ * the device's architecture. */
+int gpar__cuda_kernel_ident(gpar__bdev *dev, char *buf, size_t cap) {
+  int major = 0, minor = 0;
+  int st = gpar__cuda_check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev->d.ordinal),
+                            "cudaDeviceGetAttribute");
+  if (st == GPAR_OK)
+    st = gpar__cuda_check(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev->d.ordinal),
+                          "cudaDeviceGetAttribute");
+  if (st != GPAR_OK) return st;
+  const char *lp = getenv("LD_LIBRARY_PATH");
+  snprintf(buf, cap, "NVRTC asked for: %s\nLD_LIBRARY_PATH: %s\ndevice: sm_%d%d\n",
+           *dev->d.be->nvrtc ? dev->d.be->nvrtc
+                             : "libnvrtc.so.13 libnvrtc.so.12 libnvrtc.so " GPAR_NVRTC_DIR "/libnvrtc.so.13",
+           lp ? lp : "", major, minor);
   return GPAR_OK;
 }
 
 /* ---------------------------------------------------------------- the generated source */
 
-int gpar__cuda_kernel_source(gpar__bdev *dev, const gpar__kernel_def *def, char **src, char *opts, size_t optcap) {
-  const nvrtc_api *a;
-  int st = nvrtc_get(dev->d.be, &a), dev_arch, arch;
-  if (st == GPAR_OK) st = device_arch(&dev->d, a, &dev_arch, &arch);
-  if (st != GPAR_OK) return st;
-  snprintf(opts, optcap, "--gpu-architecture=sm_%d -diag-suppress=177", arch); /* 177: an unused helper */
+int gpar__cuda_kernel_source(gpar__bdev *dev, const char *target, const gpar__kernel_def *def, char **src, char *opts,
+                             size_t optcap) {
+  (void)dev;
+  const char *sm = strstr(target, ", sm_"); /* kernel_target's words name the cubin's architecture */
+  int arch = sm ? atoi(sm + 5) : 0;
+  if (arch <= 0) return gpar__errorf(GPAR_EBACKEND, "cuda: no architecture in the kernel target '%s'", target);
+  /* 177: an unused helper; --no-source-include: no folder is searched for a file the text names */
+  snprintf(opts, optcap, "--gpu-architecture=sm_%d -diag-suppress=177 --no-source-include", arch);
   size_t n = 0;
   FILE *f = open_memstream(src, &n);
   if (!f) return gpar__errorf(GPAR_ENOMEM, "cuda: out of host memory");

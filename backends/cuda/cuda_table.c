@@ -98,6 +98,7 @@ const gpar__backend_ops gpar__cuda_backend = {
     .graph_destroy = gpar__cuda_graph_destroy,
     .graph_copy_ok = gpar__cuda_graph_copy_ok,
     .kernel_target = gpar__cuda_kernel_target,
+    .kernel_ident = gpar__cuda_kernel_ident,
     .kernel_source = gpar__cuda_kernel_source,
     .kernel_compile = gpar__cuda_kernel_compile,
     .kernel_load = gpar__cuda_kernel_load,

@@ -95,6 +95,7 @@ const gpar__backend_ops gpar__host_backend = {
     .reduce = gpar__host_reduce,
     .array = gpar__host_array,
     .kernel_target = gpar__host_kernel_target,
+    .kernel_ident = gpar__host_kernel_ident,
     .kernel_source = gpar__host_kernel_source,
     .kernel_compile = gpar__host_kernel_compile,
     .kernel_load = gpar__host_kernel_load,

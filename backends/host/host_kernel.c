@@ -1,6 +1,6 @@
 /* host_kernel.c: kernels on the host CPU. The generated C (the host dialect header, the portable
- * part, the preamble, then the entry point) is compiled by the system compiler (gpar_config.
- * kernel_cc: GPAR_CC, else CC, else cc) with FLAGS below into a shared object, which is loaded
+ * part, the guard against what reads files, the preamble, then the entry point) is compiled by
+ * the system compiler (host_cc.c) with FLAGS below into a shared object, which is loaded
  * from memory (a memfd, dlopen RTLD_NOW | RTLD_LOCAL). The entry point runs a range of
  * work-groups; core/kernel/ spreads a launch's groups over the CPU workers. Within a group the
  * work-items run one after the other, dimension 0 as an `omp simd` loop (the compiler may
@@ -11,21 +11,14 @@
  * cache entry built on another CPU is another key, never loaded here. */
 #include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <pthread.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "backend.h"
 #include "host_internal.h"
-
-extern char **environ;
 
 /* -march=native (the source names the CPU): on x86 also 512-bit vectors where the CPU has them
  * (the work-items' loop ran 1.5 x faster in cache with them, on this project's Xeon). */
@@ -34,12 +27,54 @@ extern char **environ;
 #else
 #define FLAGS_NATIVE "-march=native "
 #endif
-#define FLAGS "-O2 -fopenmp-simd -fno-math-errno -fPIC -shared"
+#define FLAGS "-O2 -fopenmp-simd -fno-math-errno -fPIC -shared -nostdinc"
 
 /* The host dialect header (GPAR_KERNEL_DIALECT; gpar.h documents the names). */
 static const char header[] =
     "/* libgpar kernel dialect 1: host (C11) */\n"
-    "#include <float.h>\n#include <math.h>\n#include <stdint.h>\n#include <string.h>\n"
+    /* no system header: the build reads no file but its own source (-nostdinc; what the dialect
+       offers of float.h, math.h and stdint.h is declared here) */
+    "typedef __INT8_TYPE__ int8_t; typedef __UINT8_TYPE__ uint8_t; typedef __INT16_TYPE__ int16_t;\n"
+    "typedef __UINT16_TYPE__ uint16_t; typedef __INT32_TYPE__ int32_t; typedef __UINT32_TYPE__ uint32_t;\n"
+    "typedef __INT64_TYPE__ int64_t; typedef __UINT64_TYPE__ uint64_t; typedef __SIZE_TYPE__ size_t;\n"
+    "void *memcpy(void *, const void *, size_t); void *memset(void *, int, size_t);\n"
+    "float acosf(float), asinf(float), atanf(float), acoshf(float), asinhf(float), atanhf(float),\n"
+    "cbrtf(float), ceilf(float), cosf(float), coshf(float), erff(float), erfcf(float), expf(float),\n"
+    "exp2f(float), expm1f(float), fabsf(float), floorf(float), lgammaf(float), logf(float),\n"
+    "log10f(float), log1pf(float), log2f(float), logbf(float), nearbyintf(float), rintf(float),\n"
+    "roundf(float), sinf(float), sinhf(float), sqrtf(float), tanf(float), tanhf(float), tgammaf(float),\n"
+    "truncf(float);\n"
+    "float atan2f(float, float), copysignf(float, float), fdimf(float, float), fmaxf(float, float),\n"
+    "fminf(float, float), fmodf(float, float), hypotf(float, float), nextafterf(float, float),\n"
+    "powf(float, float), remainderf(float, float);\n"
+    "float fmaf(float, float, float), frexpf(float, int *), ldexpf(float, int), modff(float, float *),\n"
+    "remquof(float, float, int *);\n"
+    "float scalbnf(float, int), scalblnf(float, long), nanf(const char *), nexttowardf(float, long\n"
+    "double);\n"
+    "int ilogbf(float); long lrintf(float), lroundf(float); long long llrintf(float), llroundf(float);\n"
+    "double acos(double), asin(double), atan(double), acosh(double), asinh(double), atanh(double),\n"
+    "cbrt(double), ceil(double), cos(double), cosh(double), erf(double), erfc(double), exp(double),\n"
+    "exp2(double), expm1(double), fabs(double), floor(double), lgamma(double), log(double),\n"
+    "log10(double), log1p(double), log2(double), logb(double), nearbyint(double), rint(double),\n"
+    "round(double), sin(double), sinh(double), sqrt(double), tan(double), tanh(double), tgamma(double),\n"
+    "trunc(double);\n"
+    "double atan2(double, double), copysign(double, double), fdim(double, double), fmax(double, double),\n"
+    "fmin(double, double), fmod(double, double), hypot(double, double), nextafter(double, double),\n"
+    "pow(double, double), remainder(double, double);\n"
+    "double fma(double, double, double), frexp(double, int *), ldexp(double, int), modf(double, double\n"
+    "*), remquo(double, double, int *);\n"
+    "double scalbn(double, int), scalbln(double, long), nan(const char *), nexttoward(double, long\n"
+    "double);\n"
+    "int ilogb(double); long lrint(double), lround(double); long long llrint(double), llround(double);\n"
+    "#define INFINITY (__builtin_inff())\n#define NAN (__builtin_nanf(\"\"))\n#define HUGE_VALF "
+    "(__builtin_huge_valf())\n"
+    "#define HUGE_VAL (__builtin_huge_val())\n#define FLT_MAX __FLT_MAX__\n#define FLT_MIN __FLT_MIN__\n"
+    "#define FLT_EPSILON __FLT_EPSILON__\n#define DBL_MAX __DBL_MAX__\n#define DBL_MIN __DBL_MIN__\n"
+    "#define DBL_EPSILON __DBL_EPSILON__\n#define isnan(x) __builtin_isnan(x)\n#define isinf(x) __builtin_isinf(x)\n"
+    "#define isfinite(x) __builtin_isfinite(x)\n#define isnormal(x) __builtin_isnormal(x)\n"
+    "#define signbit(x) __builtin_signbit(x)\n"
+    "#define INT32_MAX __INT32_MAX__\n#define INT32_MIN (-__INT32_MAX__ - 1)\n#define UINT32_MAX __UINT32_MAX__\n"
+    "#define INT64_MAX __INT64_MAX__\n#define INT64_MIN (-__INT64_MAX__ - 1)\n#define UINT64_MAX __UINT64_MAX__\n"
     "#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__\n"
     "#error libgpar host kernels assume a little-endian CPU\n#endif\n"
     "#define GPAR_ON_HOST 1\n"
@@ -105,127 +140,6 @@ static const char header[] =
     "#define GPAR_BARRIER() gpar_barrier_is_not_supported_on_the_host\n"
     "#define GPAR_LOCAL(type, name, count) gpar_local_memory_is_not_supported_on_the_host\n";
 
-/* ---------------------------------------------------------------- the compiler */
-
-/* Everything fd gives until end of file, malloc'ed and NUL-terminated (NULL without memory). */
-static char *read_fd(int fd) {
-  char *text = NULL, buf[4096];
-  size_t n = 0;
-  FILE *f = open_memstream(&text, &n);
-  ssize_t r;
-  while ((r = read(fd, buf, sizeof buf)) > 0 || (r < 0 && errno == EINTR))
-    if (f && r > 0) fwrite(buf, 1, (size_t)r, f);
-  if (f && fclose(f) == 0) return text;
-  return NULL;
-}
-
-/* /bin/sh -c script with stdout on out_fd and fd 3 on status_fd, SIGCHLD at its default: an
- * ignored signal stays ignored across exec, and the shell and the compiler driver wait for
- * their own children. The child's pid, or -1. */
-static pid_t spawn_shell(const char *script, int out_fd, int status_fd) {
-  posix_spawn_file_actions_t fa;
-  posix_spawnattr_t at;
-  pid_t pid = -1;
-  if (posix_spawn_file_actions_init(&fa)) return -1;
-  if (posix_spawnattr_init(&at)) {
-    posix_spawn_file_actions_destroy(&fa);
-    return -1;
-  }
-  sigset_t def;
-  sigemptyset(&def);
-  sigaddset(&def, SIGCHLD);
-  char *argv[] = {"sh", "-c", (char *)script, NULL};
-  int bad = posix_spawn_file_actions_adddup2(&fa, status_fd, 3) || posix_spawn_file_actions_adddup2(&fa, out_fd, 1) ||
-            posix_spawnattr_setsigdefault(&at, &def) || posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGDEF);
-  if (bad || posix_spawn(&pid, "/bin/sh", &fa, &at, argv, environ)) pid = -1;
-  posix_spawnattr_destroy(&at);
-  posix_spawn_file_actions_destroy(&fa);
-  return pid;
-}
-
-/* Run `cmd` through the shell; its output (stdout and stderr) malloc'ed into *out (may be NULL
- * without memory); the exit status, or -1 when it could not run.
- *
- * The status is not read from waitpid: in a process that ignores SIGCHLD (SIG_IGN or
- * SA_NOCLDWAIT) the kernel reaps children itself, and another thread's waitpid(-1) may reap
- * ours, so waitpid fails with ECHILD however the child ended (pclose did, and host kernels were
- * refused for the whole process). The shell reports it instead: it runs cmd, then writes `$?` to
- * fd 3, a pipe of ours, read after the output. The process's own signal dispositions are never
- * changed (other threads run); the child gets SIGCHLD's default (spawn_shell). waitpid still
- * reaps the child where the kernel does not; where it fails that is harmless. No number on fd
- * 3: the shell was killed before it wrote one (128, failed). */
-static int run_shell(const char *cmd, char **out) {
-  int po[2] = {-1, -1}, ps[2] = {-1, -1};
-  char *script = malloc(strlen(cmd) + 48), *status = NULL;
-  *out = NULL;
-  if (script) sprintf(script, "{ %s\n} 3>&- 2>&1; echo $? >&3", cmd);
-  pid_t pid = -1;
-  if (script && !pipe2(po, O_CLOEXEC) && !pipe2(ps, O_CLOEXEC)) pid = spawn_shell(script, po[1], ps[1]);
-  free(script);
-  if (po[1] >= 0) close(po[1]); /* the child's now: end of file once it exits */
-  if (ps[1] >= 0) close(ps[1]);
-  if (pid >= 0) {
-    *out = read_fd(po[0]);
-    status = read_fd(ps[0]);
-  }
-  if (po[0] >= 0) close(po[0]);
-  if (ps[0] >= 0) close(ps[0]);
-  if (pid < 0) return -1;
-  int ws = 0;
-  pid_t w;
-  while ((w = waitpid(pid, &ws, 0)) < 0 && errno == EINTR) {
-  }
-  char *end = NULL;
-  long code = status ? strtol(status, &end, 10) : -1;
-  int reported = status && end != status && code >= 0 && code <= 255;
-  free(status);
-  if (reported) return (int)code;
-  return w == pid && WIFEXITED(ws) ? WEXITSTATUS(ws) : 128;
-}
-
-/* `$cc --version`'s first line, run once per compiler command in the process. */
-static pthread_mutex_t version_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-  char cc[512], line[256];
-  int status;
-} versions[8];
-static int nversions;
-
-static int cc_version(const char *cc, char *line, size_t cap) {
-  int st = -2;
-  pthread_mutex_lock(&version_mu);
-  for (int i = 0; i < nversions && st == -2; i++)
-    if (!strcmp(versions[i].cc, cc)) st = versions[i].status, snprintf(line, cap, "%s", versions[i].line);
-  pthread_mutex_unlock(&version_mu);
-  if (st != -2) return st;
-  char *cmd = malloc(strlen(cc) + 16), *out = NULL;
-  if (!cmd) return -1;
-  sprintf(cmd, "%s --version", cc);
-  st = run_shell(cmd, &out);
-  free(cmd);
-  snprintf(line, cap, "%.*s", out ? (int)strcspn(out, "\n") : 0, out ? out : "");
-  free(out);
-  pthread_mutex_lock(&version_mu);
-  if (nversions < 8) {
-    snprintf(versions[nversions].cc, sizeof versions[0].cc, "%s", cc);
-    snprintf(versions[nversions].line, sizeof versions[0].line, "%s", line);
-    versions[nversions++].status = st;
-  }
-  pthread_mutex_unlock(&version_mu);
-  return st;
-}
-
-int gpar__host_kernel_target(gpar__bdev *dev, char *buf, size_t cap) {
-  const gpar__backend *be = (const gpar__backend *)dev;
-  char line[256];
-  int st = cc_version(be->cc, line, sizeof line);
-  if (st != 0)
-    return gpar__errorf(GPAR_ENOTSUP, "host kernels need a C compiler: `%s --version` %s (%s); set GPAR_CC or CC",
-                        be->cc, st < 0 ? "did not run" : "failed", *line ? line : "no output");
-  snprintf(buf, cap, "cc: %s (command: %s)", line, be->cc);
-  return GPAR_OK;
-}
-
 /* ---------------------------------------------------------------- the generated source */
 
 /* The entry point: gpar_kernel_NAME(grid, first, count, args) runs groups first..+count. */
@@ -274,8 +188,10 @@ static void write_entry(FILE *f, const gpar__kernel_def *def) {
              "  }\n}\n");
 }
 
-int gpar__host_kernel_source(gpar__bdev *dev, const gpar__kernel_def *def, char **src, char *opts, size_t optcap) {
+int gpar__host_kernel_source(gpar__bdev *dev, const char *target, const gpar__kernel_def *def, char **src, char *opts,
+                             size_t optcap) {
   const gpar__backend *be = (const gpar__backend *)dev;
+  (void)target;
   if (def->uses_group_memory)
     return gpar__errorf(GPAR_ENOTSUP, "the host device runs no group barrier or group-local memory (GPAR_BARRIER, "
                                       "GPAR_LOCAL): run this kernel on an OpenCL CPU device (PoCL) instead");
@@ -290,92 +206,14 @@ int gpar__host_kernel_source(gpar__bdev *dev, const gpar__kernel_def *def, char 
   if (!f) return gpar__errorf(GPAR_ENOMEM, "host: out of host memory");
   fprintf(f, "/* host kernel '%s' for %s; cpu flags: %s */\n%s%s", def->name, *model ? model : "(unknown cpu)",
           native ? flags : "(no -march=native)", header, def->common);
+  gpar__kernel_poison(f, src, "kernel.c");
   if (*def->preamble) fprintf(f, "/* preamble */\n%s\n", def->preamble);
   write_entry(f, def);
   if (fclose(f) != 0) return gpar__errorf(GPAR_ENOMEM, "host: out of host memory");
   return GPAR_OK;
 }
 
-/* ---------------------------------------------------------------- compile, load, launch */
-
-/* s single-quoted for the shell, into out. */
-static void shell_quote(const char *s, char *out, size_t cap) {
-  size_t n = 0;
-  out[n++] = '\'';
-  for (; *s && n + 5 < cap; s++) {
-    if (*s == '\'') {
-      memcpy(out + n, "'\\''", 4);
-      n += 4;
-    } else {
-      out[n++] = *s;
-    }
-  }
-  out[n++] = '\'';
-  out[n] = 0;
-}
-
-static int write_file(const char *path, const void *data, size_t len) {
-  FILE *f = fopen(path, "wb");
-  if (!f) return 0;
-  int ok = fwrite(data, 1, len, f) == len;
-  return fclose(f) == 0 && ok;
-}
-
-static void *read_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  char *data = NULL;
-  size_t n = 0;
-  FILE *m = f ? open_memstream(&data, &n) : NULL;
-  char buf[65536];
-  size_t r;
-  while (m && (r = fread(buf, 1, sizeof buf, f)) > 0) fwrite(buf, 1, r, m);
-  int ok = m && !ferror(f) && fclose(m) == 0;
-  if (f) fclose(f);
-  if (!ok) {
-    free(data);
-    return NULL;
-  }
-  *len = n;
-  return data;
-}
-
-int gpar__host_kernel_compile(gpar__bdev *dev, const char *src, const char *opts, void **bin, size_t *len, char **log) {
-  const gpar__backend *be = (const gpar__backend *)dev;
-  const char *tmp = getenv("TMPDIR");
-  char dir[512], q[1100], path[600], *cmd = NULL;
-  snprintf(dir, sizeof dir, "%s/gpar-cc-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-  if (!mkdtemp(dir)) return gpar__errorf(GPAR_EBACKEND, "host kernels: mkdtemp(%s): %s", dir, strerror(errno));
-  snprintf(path, sizeof path, "%s/kernel.c", dir);
-  int st = GPAR_OK;
-  if (!write_file(path, src, strlen(src)))
-    st = gpar__errorf(GPAR_EBACKEND, "host kernels: cannot write %s: %s", path, strerror(errno));
-  shell_quote(dir, q, sizeof q);
-  if (st == GPAR_OK && (cmd = malloc(strlen(be->cc) + strlen(opts) + strlen(q) + 64))) {
-    sprintf(cmd, "cd %s && %s %s -o kernel.so kernel.c -lm", q, be->cc, opts);
-    int rc = run_shell(cmd, log);
-    if (*log && !**log) {
-      free(*log);
-      *log = NULL;
-    }
-    if (rc != 0) {
-      char first[400];
-      gpar__log_errors(*log, first, sizeof first);
-      st = rc < 0 ? gpar__errorf(GPAR_ENOTSUP, "host kernels: cannot run %s", be->cc)
-                  : gpar__errorf(GPAR_EBUILD, "%s (exit %d): %s", be->cc, rc, first);
-    }
-  } else if (st == GPAR_OK) {
-    st = gpar__errorf(GPAR_ENOMEM, "host: out of host memory");
-  }
-  free(cmd);
-  snprintf(path, sizeof path, "%s/kernel.so", dir);
-  if (st == GPAR_OK && !(*bin = read_file(path, len)))
-    st = gpar__errorf(GPAR_EBACKEND, "host kernels: cannot read %s", path);
-  unlink(path);
-  snprintf(path, sizeof path, "%s/kernel.c", dir);
-  unlink(path);
-  rmdir(dir);
-  return st;
-}
+/* ---------------------------------------------------------------- load, launch */
 
 /* A loaded kernel: the shared object and its entry point. */
 typedef void (*host_entry)(const uint32_t *grid, uint64_t first, uint64_t count, const gpar__karg *args);

@@ -183,9 +183,9 @@ GPAR__HIDDEN void gpar__cl_blas_forget(void);
 /* ---- opencl_kernel.c: the backend's kernel entries (core/backend.h) ---- */
 /* Alike in shape to host_internal.h's: each backend declares its own (backends use nothing of each other). */
 
-GPAR__HIDDEN int gpar__cl_kernel_target(gpar__bdev *dev, char *buf, size_t cap);
-GPAR__HIDDEN int gpar__cl_kernel_source(gpar__bdev *dev, const gpar__kernel_def *def, char **src, char *opts,
-                                        size_t optcap);
+GPAR__HIDDEN int gpar__cl_kernel_target(gpar__bdev *dev, char *buf, size_t cap, char *files, size_t fcap);
+GPAR__HIDDEN int gpar__cl_kernel_source(gpar__bdev *dev, const char *target, const gpar__kernel_def *def, char **src,
+                                        char *opts, size_t optcap);
 GPAR__HIDDEN int gpar__cl_kernel_compile(gpar__bdev *dev, const char *src, const char *opts, void **bin, size_t *len,
                                          char **log);
 GPAR__HIDDEN int gpar__cl_kernel_load(gpar__bdev *dev, const void *bin, size_t len, const char *name, void **module,

@@ -6,7 +6,9 @@
  * global size is always a multiple of the local size (NVIDIA's OpenCL 1.2 requires it). A
  * module's cl_kernel is set and enqueued only by its device's dispatcher thread (clSetKernelArg
  * is not thread-safe on one kernel object), which modules per device (kernel_module_per_device)
- * make sure of. GPAR_HOST memory is not a cl_mem of the device's context: refused. */
+ * make sure of. GPAR_HOST memory is not a cl_mem of the device's context: refused. What a build
+ * may read: no option names a file or folder (no -I), and on PoCL the words that read files are
+ * poisoned (gpar__kernel_poison). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,8 +76,9 @@ static void dev_str(cl_device_id d, cl_device_info what, char *out, size_t cap) 
   out[cap - 1] = 0;
 }
 
-int gpar__cl_kernel_target(gpar__bdev *dev, char *buf, size_t cap) {
+int gpar__cl_kernel_target(gpar__bdev *dev, char *buf, size_t cap, char *files, size_t fcap) {
   char clc[128], pname[128], pver[128], driver[128];
+  if (fcap) files[0] = 0; /* read from the driver each time: cheap */
   cl_bool compiler = CL_FALSE;
   clGetDeviceInfo(dev->d->id, CL_DEVICE_COMPILER_AVAILABLE, sizeof compiler, &compiler, NULL);
   if (!compiler)
@@ -121,7 +124,20 @@ static void write_entry(FILE *f, const gpar__kernel_def *def) {
   fprintf(f, "%s\n}\n", def->body);
 }
 
-int gpar__cl_kernel_source(gpar__bdev *dev, const gpar__kernel_def *def, char **src, char *opts, size_t optcap) {
+/* 1 when dev's compiler honours #pragma GCC poison and line markers (gpar__kernel_poison): PoCL,
+ * whose compiler is clang. NVIDIA's asm is PTX, which reads no file; token pasting that could
+ * build __has_include is refused by the text check on every backend. */
+static int honours_poison(gpar__bdev *dev) {
+  char pname[128] = "";
+  cl_platform_id p = dev->be->plats[dev->d->plat].id;
+  if (clGetPlatformInfo(p, CL_PLATFORM_NAME, sizeof pname, pname, NULL) != CL_SUCCESS) return 0;
+  pname[sizeof pname - 1] = 0;
+  return strstr(pname, "Portable Computing Language") != NULL;
+}
+
+int gpar__cl_kernel_source(gpar__bdev *dev, const char *target, const gpar__kernel_def *def, char **src, char *opts,
+                           size_t optcap) {
+  (void)target;
   if (uses_f64(def) && !dev->d->fp64)
     return gpar__errorf(GPAR_ENOTSUP, "opencl: %s has no fp64 (cl_khr_fp64), which kernel '%s' takes", dev->d->name,
                         def->name);
@@ -130,6 +146,7 @@ int gpar__cl_kernel_source(gpar__bdev *dev, const gpar__kernel_def *def, char **
   FILE *f = open_memstream(src, &n);
   if (!f) return gpar__errorf(GPAR_ENOMEM, "opencl: out of host memory");
   fprintf(f, "%s%s", header, def->common);
+  if (honours_poison(dev)) gpar__kernel_poison(f, src, "kernel.cl");
   if (*def->preamble) fprintf(f, "/* preamble */\n%s\n", def->preamble);
   write_entry(f, def);
   if (fclose(f) != 0) return gpar__errorf(GPAR_ENOMEM, "opencl: out of host memory");

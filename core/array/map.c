@@ -109,7 +109,7 @@ static int parse_param(const char *s, size_t *pos, map_param *p) {
       !strcmp(w[nw - 1], "n"))
     return gpar__errorf(GPAR_EINVAL, "gpar_map_create: column %zu: '%s' cannot name a parameter (i and n are the "
                         "index and the count)", col[nw - 1], w[nw - 1]);
-  const char *why = gpar__kname_why(w[nw - 1], strlen(w[nw - 1])); /* the kernels' own check */
+  const char *why = gpar__kname_why(w[nw - 1], strlen(w[nw - 1]), 0); /* the kernels' own check */
   if (why)
     return gpar__errorf(GPAR_EINVAL, "gpar_map_create: column %zu: parameter name '%s' %s", col[nw - 1], w[nw - 1],
                         why);
@@ -118,8 +118,8 @@ static int parse_param(const char *s, size_t *pos, map_param *p) {
   return GPAR_OK;
 }
 
-/* The whole list: at most GPAR__KMAX_PARAMS - 1 parameters, names distinct (and none another's
- * array pointer name_p), at least one output. */
+/* The whole list: at most GPAR__KMAX_PARAMS - 1 parameters, names distinct, at least one
+ * output. */
 static int parse_params(const char *s, map_param *p, int *n) {
   size_t pos = 0;
   int st = GPAR_OK, outs = 0;
@@ -132,14 +132,9 @@ static int parse_params(const char *s, map_param *p, int *n) {
     if (s[pos] == ',') pos++;
   }
   for (int i = 0; i < *n && st == GPAR_OK; i++)
-    for (int j = 0; j < *n && st == GPAR_OK; j++) {
-      size_t l = strlen(p[j].name);
-      if (i != j && (!strcmp(p[i].name, p[j].name) ||
-                     (p[j].dir && !strncmp(p[i].name, p[j].name, l) && !strcmp(p[i].name + l, "_p"))))
-        st = gpar__errorf(GPAR_EINVAL, "gpar_map_create: parameter '%s' %s '%s'", p[i].name,
-                          strcmp(p[i].name, p[j].name) ? "clashes with the array pointer of" : "is listed twice as",
-                          p[j].name);
-    }
+    for (int j = i + 1; j < *n && st == GPAR_OK; j++)
+      if (!strcmp(p[i].name, p[j].name))
+        st = gpar__errorf(GPAR_EINVAL, "gpar_map_create: parameter '%s' is listed twice", p[i].name);
   if (st == GPAR_OK && !outs) st = gpar__errorf(GPAR_EINVAL, "gpar_map_create: no out or inout parameter");
   return st;
 }
@@ -165,9 +160,10 @@ static int append(char **b, size_t *len, size_t *cap, const char *fmt, ...) {
   }
 }
 
-/* The kernel's signature ("u64 n, in f32 *x_p, f32 a, ...") and body: a grid-stride loop over
+/* The kernel's signature ("u64 n, in f32 *gpar_p_x, f32 a, ...") and body: a grid-stride loop over
  * i < n that loads each array's element i into a variable of its name, runs the expression and
- * stores the outputs. */
+ * stores the outputs. An array's pointer is gpar_p_NAME: the library's prefix, which no
+ * parameter the map accepted can have. */
 static int generate(const map_param *p, int np, const char *expr, char **sig, char **body) {
   size_t sl = 0, sc = 256, bl = 0, bc = 1024;
   int st = (*sig = malloc(sc)) && (*body = malloc(bc)) ? GPAR_OK : GPAR_ENOMEM;
@@ -180,19 +176,20 @@ static int generate(const map_param *p, int np, const char *expr, char **sig, ch
       st = append(sig, &sl, &sc, ", %s %s", t->name, p[j].name);
       continue;
     }
-    st = append(sig, &sl, &sc, ", %s %s *%s_p", dirs[p[j].dir], t->name, p[j].name);
+    st = append(sig, &sl, &sc, ", %s %s *gpar_p_%s", dirs[p[j].dir], t->name, p[j].name);
     if (st == GPAR_OK && p[j].dir == MAP_OUT) st = append(body, &bl, &bc, "  %s %s = 0;\n", t->ctype, p[j].name);
     else if (st == GPAR_OK)
-      st = t->load ? append(body, &bl, &bc, "  %s%s %s = %s(%s_p, i);\n", p[j].dir == MAP_IN ? "const " : "", t->ctype,
-                            p[j].name, t->load, p[j].name)
-                   : append(body, &bl, &bc, "  %s%s %s = %s_p[i];\n", p[j].dir == MAP_IN ? "const " : "", t->ctype,
+      st = t->load ? append(body, &bl, &bc, "  %s%s %s = %s(gpar_p_%s, i);\n", p[j].dir == MAP_IN ? "const " : "",
+                            t->ctype, p[j].name, t->load, p[j].name)
+                   : append(body, &bl, &bc, "  %s%s %s = gpar_p_%s[i];\n", p[j].dir == MAP_IN ? "const " : "", t->ctype,
                             p[j].name, p[j].name);
   }
   if (st == GPAR_OK) st = append(body, &bl, &bc, "  {\n%s\n;\n  }\n", expr);
   for (int j = 0; j < np && st == GPAR_OK; j++)
     if (p[j].dir & MAP_OUT)
-      st = types[p[j].type].store ? append(body, &bl, &bc, "  %s(%s_p, i, %s);\n", types[p[j].type].store, p[j].name, p[j].name)
-                                  : append(body, &bl, &bc, "  %s_p[i] = %s;\n", p[j].name, p[j].name);
+      st = types[p[j].type].store
+               ? append(body, &bl, &bc, "  %s(gpar_p_%s, i, %s);\n", types[p[j].type].store, p[j].name, p[j].name)
+               : append(body, &bl, &bc, "  gpar_p_%s[i] = %s;\n", p[j].name, p[j].name);
   if (st == GPAR_OK) st = append(body, &bl, &bc, "}\n");
   if (st != GPAR_OK) {
     free(*sig), free(*body);

@@ -212,23 +212,57 @@ GPAR_API int gpar_comm_info(gpar_comm h, int *nmembers, int *first_local, int *n
 
 /* The hold is a reference on the communicator's slot, as every call in progress takes (handle.c):
  * destroy ends the handle at once but its recycle waits for the hold before comm_teardown frees
- * the context, and a get after the handle ended is refused. */
+ * the context, and a get after the handle ended is refused. The calling thread notes each hold
+ * (holds[]), so that a put it did not get is refused before any slot is touched: a put after a
+ * failed get would drop a reference of whatever communicator holds the slot by then, and a slot
+ * never used has no memory behind it. */
+#define COMM_HOLDS 16
+static _Thread_local struct {
+  uint64_t id;
+  int n;
+} holds[COMM_HOLDS];
+
+/* This thread's entry for id (n > 0), or a free one when want_free (n == 0), or NULL. */
+static int hold_slot(uint64_t id, int want_free) {
+  int free_slot = -1;
+  for (int i = 0; i < COMM_HOLDS; i++) {
+    if (holds[i].n > 0 && holds[i].id == id) return i;
+    if (holds[i].n == 0 && free_slot < 0) free_slot = i;
+  }
+  return want_free ? free_slot : -1;
+}
+
 GPAR_API int gpar_comm_transport_ctx_get(gpar_comm h, void **ctx) {
   gpar__comm *c;
   if (ctx) *ctx = NULL;
   if (!ctx) return gpar__errorf(GPAR_EINVAL, "gpar_comm_transport_ctx_get: ctx is NULL");
+  int i = hold_slot(h.id, 1);
+  if (i < 0)
+    return gpar__errorf(GPAR_EINVAL,
+                        "gpar_comm_transport_ctx_get: this thread holds %d communicators' contexts "
+                        "already (put one first)",
+                        COMM_HOLDS);
   int st = gpar__comm_get(h, "gpar_comm_transport_ctx_get", &c);
   if (st) return st;
   if (!c->t.collective) {
     gpar__comm_put(c);
     return gpar__errorf(GPAR_EINVAL, "communicator %#llx has no transport", (unsigned long long)h.id);
   }
+  holds[i].id = h.id;
+  holds[i].n++;
   *ctx = c->ctx; /* the reference stays: dropped by gpar_comm_transport_ctx_put */
   return GPAR_OK;
 }
 
-GPAR_API void gpar_comm_transport_ctx_put(gpar_comm h) {
+GPAR_API int gpar_comm_transport_ctx_put(gpar_comm h) {
+  int i = hold_slot(h.id, 0);
+  if (i < 0)
+    return gpar__errorf(GPAR_EINVAL,
+                        "gpar_comm_transport_ctx_put: this thread holds no context of communicator "
+                        "%#llx (no successful gpar_comm_transport_ctx_get, or put already)",
+                        (unsigned long long)h.id);
+  holds[i].n--;
   /* The hold keeps h's slot from being recycled, so the slot is still h's communicator's. */
-  gpar__handle_table *t = table();
-  if (t && h.id) gpar__handle_put(t, (uint32_t)(h.id & ((1u << COMM_SLOT_BITS) - 1)));
+  gpar__handle_put(table(), (uint32_t)(h.id & ((1u << COMM_SLOT_BITS) - 1)));
+  return GPAR_OK;
 }

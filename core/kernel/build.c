@@ -7,7 +7,7 @@
  * options and the whole generated source. Threads wanting the same build at once wait for the
  * first one (ks->cv). A compile error or a device that cannot run the kernel is kept (later
  * builds fail the same way at once); any other failure (out of memory, an injected fault, a
- * vendor error) is tried again by the next build. Each text gpar_kernel_create accepted is kept
+ * vendor error) is tried again by the next build. Device targets: target.c. Each text gpar_kernel_create accepted is kept
  * too (gpar__ktext: calls.c checks a text once), with its build per device: a kernel of a text
  * already built on its device finds it there, without the target, the key or the lock. */
 #include <stdio.h>
@@ -166,35 +166,6 @@ void gpar__ktext_keep(gpar__kstate *ks, gpar__kernel *k, uint64_t h) {
   gpar__ktext_use(k, found);
 }
 
-/* ---------------------------------------------------------------- device targets */
-
-int gpar__kernel_target(gpar__kstate *ks, gpar__device *dev, char *buf, size_t cap) {
-  int i = dev->index, st;
-  pthread_mutex_lock(&ks->mu); /* target_st: 0 unknown, 1 known, else the failure */
-  if ((st = ks->target_st[i]) != 0) snprintf(buf, cap, "%s", st == 1 ? ks->target[i] : ks->target_why[i]);
-  pthread_mutex_unlock(&ks->mu);
-  if (st == 1) return GPAR_OK;
-  if (st) return gpar__errorf(st, "%s", buf);
-  char words[512] = "";
-  if (!dev->ops->kernel_target)
-    st = gpar__errorf(GPAR_ENOTSUP, "%s: this backend builds no kernels%s", dev->ops->name,
-                      dev->ops->id == GPAR_BACKEND_CUDA ? " (libgpar was built without NVRTC's header, nvrtc.h)" : "");
-  else
-    st = dev->ops->kernel_target(dev->bdev, words, sizeof words);
-  char *text = strdup(st == GPAR_OK ? words : gpar__error_msg());
-  if (!text) return gpar__errorf(GPAR_ENOMEM, "out of host memory");
-  pthread_mutex_lock(&ks->mu);
-  if (ks->target_st[i] == 0) { /* the first to know keeps it */
-    ks->target_st[i] = st == GPAR_OK ? 1 : st;
-    *(st == GPAR_OK ? &ks->target[i] : &ks->target_why[i]) = text;
-    text = NULL;
-  }
-  pthread_mutex_unlock(&ks->mu);
-  free(text);
-  snprintf(buf, cap, "%s", st == GPAR_OK ? words : gpar__error_msg());
-  return st == GPAR_OK ? GPAR_OK : gpar__errorf(st, "%s", buf);
-}
-
 /* ---------------------------------------------------------------- one build */
 
 /* "kernel 'saxpy' on device 2 (opencl: pthread-...)", for messages. */
@@ -249,7 +220,7 @@ static int build_entry(gpar__kernel *k, gpar__device *dev, const char *target, g
   size_t keylen = 0;
   const char *dir = eng->cfg.kernel_cache_dir ? eng->cfg.kernel_cache_dir : "";
   int st = gpar__fault(eng, GPAR__FAULT_BUILD), dfd = -1;
-  if (st == GPAR_OK) st = dev->ops->kernel_source(dev->bdev, &k->def, &src, opts, sizeof opts);
+  if (st == GPAR_OK) st = dev->ops->kernel_source(dev->bdev, target, &k->def, &src, opts, sizeof opts);
   if (st == GPAR_OK && !(key = disk_key(k, dev, target, opts, src, &keylen))) st = gpar__errorf(GPAR_ENOMEM, "out of host memory");
   if (st == GPAR_OK && *dir) dfd = gpar__kdisk_open(dir); /* -1: not used (said why) */
   e->origin = GPAR_KERNEL_DISK_HIT;
@@ -357,7 +328,7 @@ static int build_slow(gpar__kernel *k, gpar__device *dev, gpar__kentry **out) {
   who(k, dev, whom, sizeof whom);
   gpar__kstate *ks = gpar__kstate_get(k->eng);
   if (!ks) return gpar__errorf(GPAR_ENOMEM, "%s: out of host memory", whom);
-  int st = gpar__kernel_target(ks, dev, target, sizeof target), mine = 0;
+  int st = gpar__kernel_target(ks, dev, k->eng->cfg.kernel_cache_dir, target, sizeof target), mine = 0;
   if (st != GPAR_OK) return gpar__errorf(st, "%s: %s", whom, target);
   size_t len = 0;
   char *mkey = memory_key(k, dev, target, &len);

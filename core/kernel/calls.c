@@ -40,7 +40,7 @@ static int kernel_texts(gpar__kernel *k, const char *const txt[4], const size_t 
 static int kernel_checked(gpar__kstate *ks, gpar__kernel *k, uint64_t h, const char *fn) {
   int st = gpar__kfiles_check(k->def.body, "body", fn);
   if (st == GPAR_OK) st = gpar__kfiles_check(k->def.preamble, "preamble", fn);
-  if (st == GPAR_OK) st = gpar__ksig_parse(k->sig, fn, &k->params, &k->def.nparams);
+  if (st == GPAR_OK) st = gpar__ksig_parse(k->sig, fn, gpar__kernel_owned(0) > 0, &k->params, &k->def.nparams);
   if (st != GPAR_OK) return st;
   k->def.params = k->params;
   k->def.uses_group_memory = gpar__kuses_group_memory(k->def.body) || gpar__kuses_group_memory(k->def.preamble);
@@ -164,7 +164,7 @@ GPAR_API int gpar_kernel_info(gpar_kernel h, int dev, gpar_kernel_props *props) 
     int hit = atomic_load(&k->built[d->index].hit);
     props->origin = hit ? GPAR_KERNEL_MEMORY_HIT : e->origin;
     props->build_seconds = hit ? 0 : e->seconds;
-    st = gpar__kernel_target(gpar__kstate_get(eng), d, props->target, sizeof props->target);
+    st = gpar__kernel_target(gpar__kstate_get(eng), d, eng->cfg.kernel_cache_dir, props->target, sizeof props->target);
   }
   call_end(k, eng);
   return st;
@@ -207,11 +207,14 @@ static char *numbered(const char *src) {
 
 /* The source the backend builds for k on d, numbered, malloc'ed in *owned. */
 static int source_text(gpar__kernel *k, gpar__device *d, const char **text, char **owned) {
-  char opts[1024], *src = NULL;
+  char opts[1024], target[512], *src = NULL;
+  gpar__kstate *ks = gpar__kstate_get(k->eng);
   int st;
-  if (!d->ops->kernel_source)
-    st = gpar__errorf(GPAR_ENOTSUP, "gpar_kernel_source: the %s backend builds no kernels", d->ops->name);
-  else if ((st = d->ops->kernel_source(d->bdev, &k->def, &src, opts, sizeof opts)) == GPAR_OK &&
+  if (!ks)
+    st = gpar__errorf(GPAR_ENOMEM, "gpar_kernel_source: out of host memory");
+  else if ((st = gpar__kernel_target(ks, d, k->eng->cfg.kernel_cache_dir, target, sizeof target)) != GPAR_OK)
+    st = gpar__errorf(st, "gpar_kernel_source: %s", target);
+  else if ((st = d->ops->kernel_source(d->bdev, target, &k->def, &src, opts, sizeof opts)) == GPAR_OK &&
            !(*owned = numbered(src)))
     st = gpar__errorf(GPAR_ENOMEM, "gpar_kernel_source: out of host memory");
   free(src);
@@ -257,7 +260,7 @@ GPAR_API int gpar_kernel_support(gpar_engine *e, int dev, char *buf, size_t cap)
   else if (!ks)
     st = gpar__errorf(GPAR_ENOMEM, "gpar_kernel_support: out of host memory");
   else
-    st = gpar__kernel_target(ks, d, words, sizeof words);
+    st = gpar__kernel_target(ks, d, eng->cfg.kernel_cache_dir, words, sizeof words);
   if (ks) copy_out(words, buf, cap, NULL);
   gpar__engine_leave(eng);
   return st;

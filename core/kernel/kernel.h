@@ -4,10 +4,12 @@
  *
  * The files, bottom first; a file uses only files listed before it (tests/layers.sh checks the
  * includes and, with nm, the calls):
- * Layers (bottom first): sig.c dialect.c disk.c kernel.c kind.c build.c launch.c calls.c
- *   sig.c      signatures and names
+ * Layers (bottom first): names.c sig.c dialect.c disk.c target.c kernel.c kind.c build.c launch.c calls.c
+ *   names.c    the names kernels, parameters and maps may not take
+ *   sig.c      signatures, and the scans of a text (group memory, what reads files)
  *   dialect.c  the dialect's portable part
  *   disk.c     the disk cache
+ *   target.c   each device's kernel target, and its records on disk
  *   kernel.c   kernel objects, their handles and references
  *   kind.c     the op kinds of launches, one per kernel name, and the host's spreading of groups
  *              over the CPU workers
@@ -133,20 +135,28 @@ typedef struct gpar__klaunch {
 } gpar__klaunch;
 _Static_assert(sizeof(gpar__klaunch) <= GPAR__OP_PAYLOAD, "a kernel launch fits an op's payload");
 
-/* ---- sig.c ---- */
+/* ---- names.c ---- */
 
 /* Check a kernel name (a C identifier, not a keyword, not gpar-prefixed). */
 GPAR__HIDDEN int gpar__kname_check(const char *name, const char *fn);
 /* Why the len bytes at name cannot name a kernel, a kernel's parameter or a map's (NULL when they
- * can): one check for all, so kernels and maps never disagree. */
-GPAR__HIDDEN const char *gpar__kname_why(const char *name, size_t len);
+ * can): one check for all, so kernels and maps never disagree. lib: a name the library generates
+ * (a map's array pointers), which may start with gpar_ and be up to 80 characters long. */
+GPAR__HIDDEN const char *gpar__kname_why(const char *name, size_t len, int lib);
+
+/* ---- sig.c ---- */
+
 /* Parse a signature into n parameters (*out malloc'ed; names point into the writable copy
- * text, which the parse cuts with NULs). GPAR_EINVAL with the 1-based column on a bad one. */
-GPAR__HIDDEN int gpar__ksig_parse(char *text, const char *fn, gpar__kparam **out, int *n);
+ * text, which the parse cuts with NULs). GPAR_EINVAL with the 1-based column on a bad one. lib:
+ * the library's own kernel (gpar__kname_why). */
+GPAR__HIDDEN int gpar__ksig_parse(char *text, const char *fn, int lib, gpar__kparam **out, int *n);
 /* 1 when code names GPAR_BARRIER or GPAR_LOCAL (a group barrier or group-local memory). */
 GPAR__HIDDEN int gpar__kuses_group_memory(const char *code);
-/* GPAR_EINVAL (fn: what, line and column) when code has a directive that reads a file (#include,
- * #include_next, #embed, #import; # also spelled %: or ??=, splices anywhere) or __has_include. */
+/* GPAR_EINVAL (fn: what, line and column) when code, read every way a compiler may (trigraphs,
+ * splices after blanks, digit separators, raw strings), has a directive that reads a file
+ * (#include, #include_next, #embed, #import; # also spelled %: or ??=, blanks and comments
+ * after it), __has_include, __has_embed, inline assembly (its .incbin), or token pasting beside
+ * a name that begins __has_include or __asm__. */
 GPAR__HIDDEN int gpar__kfiles_check(const char *code, const char *what, const char *fn);
 /* A type's signature name ("f32") and element size in bytes. */
 GPAR__HIDDEN const char *gpar__ktype_name(int type);
@@ -176,6 +186,13 @@ GPAR__HIDDEN int gpar__kdisk_load(const char *dir, int dfd, const char *key, siz
  * readers see an old entry or the whole new one. Best effort: a failure is logged, not returned. */
 GPAR__HIDDEN void gpar__kdisk_store(const char *dir, int dfd, const char *key, size_t keylen, const void *payload,
                                     size_t len);
+
+/* ---- target.c ---- */
+
+/* dev's kernel_target words into buf (known once per device; through a record in the cache
+ * folder dir, when set, where the backend identifies its compiler cheaply): GPAR_OK, or
+ * GPAR_ENOTSUP with the reason (in buf too). */
+GPAR__HIDDEN int gpar__kernel_target(gpar__kstate *ks, gpar__device *dev, const char *dir, char *buf, size_t cap);
 
 /* ---- kernel.c ---- */
 
@@ -229,9 +246,6 @@ GPAR__HIDDEN void gpar__ktext_use(gpar__kernel *k, gpar__ktext *te);
 GPAR__HIDDEN void gpar__ktext_keep(gpar__kstate *ks, gpar__kernel *k, uint64_t h);
 /* eng's kernel state, created on first use; NULL (GPAR_ENOMEM) without memory. */
 GPAR__HIDDEN gpar__kstate *gpar__kstate_get(gpar_engine *eng);
-/* dev's kernel_target words into buf (computed once per device): GPAR_OK, or GPAR_ENOTSUP with
- * the reason (in buf too). */
-GPAR__HIDDEN int gpar__kernel_target(gpar__kstate *ks, gpar__device *dev, char *buf, size_t cap);
 /* Free the builds (unloading their modules) and the kinds (gpar__kernel_shutdown). */
 GPAR__HIDDEN void gpar__kstate_free(gpar_engine *eng);
 

@@ -1,7 +1,7 @@
-/* sig.c: kernel signatures and names: the parameter types, the parser of "u64 n, f32 a, in f32
- * *x, inout f32 *y" (each mistake GPAR_EINVAL with its 1-based column), name checks, and the
- * scans for group barriers and group-local memory (which the host device cannot run) and for
- * directives that read files (which no cache key holds). */
+/* sig.c: kernel signatures: the parameter types, the parser of "u64 n, f32 a, in f32 *x, inout
+ * f32 *y" (each mistake GPAR_EINVAL with its 1-based column; names by names.c), and the scans of
+ * a text for group barriers and group-local memory (which the host device cannot run) and for
+ * what reads files (which no cache key holds). */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,131 +31,6 @@ static const struct {
 const char *gpar__ktype_name(int type) { return type >= 0 && type < GPAR__KT_NTYPES ? types[type].name : "?"; }
 size_t gpar__ktype_size(int type) { return type >= 0 && type < GPAR__KT_NTYPES ? types[type].size : 0; }
 int gpar__ktype_arg(int type) { return type >= 0 && type < GPAR__KT_NTYPES ? types[type].arg : 0; }
-
-/* Names a parameter or kernel may not take, sorted (strcmp order, for bsearch): the ones a build
- * trips over on some backend, or that the dialect's macros expand to. Keywords of C11, C23 and
- * GNU C (the host compiler's default mode), C++ (CUDA C++ through NVRTC) and OpenCL C; their type
- * names (stdint.h's, OpenCL C's scalar, image and atomic types, CUDA's dim3); OpenCL C's
- * work-item, synchronisation, atomic, as_type and vload/vstore built-ins; CUDA's built-in
- * variables and atomics; the C99 math functions (float and double: the OpenCL dialect maps sqrtf
- * to sqrt, ...) and classification macros; the macros of float.h, math.h, limits.h and stdint.h
- * that the host's and OpenCL C's headers define (NAN, INFINITY, HUGE_VALF, INT_MAX, UINT32_MAX,
- * ...; and by prefix below: CLK_, CL_, FLT_, DBL_, LDBL_, FP_, M_); string.h's and stdlib.h's
- * memory calls (the host's entry point calls memcpy) and printf; main, and the signature's words
- * in, out, inout. Seen failing a build on the host and PoCL when not refused: a scratch program
- * built a kernel and a map with each candidate as a parameter, its body using the whole dialect;
- * CUDA's from its headers and the dialect's preamble. */
-static const char *const reserved[] = {
-    "BUFSIZ", "CHAR_BIT", "CHAR_MAX", "CHAR_MIN", "DECIMAL_DIG", "ENDIAN_LITTLE", "EOF", "FAST_RELAXED_MATH",
-    "HUGE_VAL", "HUGE_VALF", "HUGE_VALL", "IMAGE_SUPPORT", "INFINITY", "INT16_C", "INT16_MAX", "INT16_MIN",
-    "INT16_WIDTH", "INT32_C", "INT32_MAX", "INT32_MIN", "INT32_WIDTH", "INT64_C", "INT64_MAX", "INT64_MIN",
-    "INT64_WIDTH", "INT8_C", "INT8_MAX", "INT8_MIN", "INT8_WIDTH", "INTMAX_C", "INTMAX_MAX", "INTMAX_MIN",
-    "INTMAX_WIDTH", "INTPTR_MAX", "INTPTR_MIN", "INTPTR_WIDTH", "INT_FAST16_MAX", "INT_FAST16_MIN",
-    "INT_FAST16_WIDTH", "INT_FAST32_MAX", "INT_FAST32_MIN", "INT_FAST32_WIDTH", "INT_FAST64_MAX", "INT_FAST64_MIN",
-    "INT_FAST64_WIDTH", "INT_FAST8_MAX", "INT_FAST8_MIN", "INT_FAST8_WIDTH", "INT_LEAST16_MAX", "INT_LEAST16_MIN",
-    "INT_LEAST16_WIDTH", "INT_LEAST32_MAX", "INT_LEAST32_MIN", "INT_LEAST32_WIDTH", "INT_LEAST64_MAX",
-    "INT_LEAST64_MIN", "INT_LEAST64_WIDTH", "INT_LEAST8_MAX", "INT_LEAST8_MIN", "INT_LEAST8_WIDTH", "INT_MAX",
-    "INT_MIN", "LONG_MAX", "LONG_MIN", "MATH_ERREXCEPT", "MATH_ERRNO", "MAXFLOAT", "NAN", "NULL", "PTRDIFF_MAX",
-    "PTRDIFF_MIN", "PTRDIFF_WIDTH", "SCHAR_MAX", "SCHAR_MIN", "SHRT_MAX", "SHRT_MIN", "SIG_ATOMIC_MAX",
-    "SIG_ATOMIC_MIN", "SIG_ATOMIC_WIDTH", "SIZE_MAX", "SIZE_WIDTH", "UCHAR_MAX", "UINT16_C", "UINT16_MAX",
-    "UINT16_WIDTH", "UINT32_C", "UINT32_MAX", "UINT32_WIDTH", "UINT64_C", "UINT64_MAX", "UINT64_WIDTH", "UINT8_C",
-    "UINT8_MAX", "UINT8_WIDTH", "UINTMAX_C", "UINTMAX_MAX", "UINTMAX_WIDTH", "UINTPTR_MAX", "UINTPTR_WIDTH",
-    "UINT_FAST16_MAX", "UINT_FAST16_WIDTH", "UINT_FAST32_MAX", "UINT_FAST32_WIDTH", "UINT_FAST64_MAX",
-    "UINT_FAST64_WIDTH", "UINT_FAST8_MAX", "UINT_FAST8_WIDTH", "UINT_LEAST16_MAX", "UINT_LEAST16_WIDTH",
-    "UINT_LEAST32_MAX", "UINT_LEAST32_WIDTH", "UINT_LEAST64_MAX", "UINT_LEAST64_WIDTH", "UINT_LEAST8_MAX",
-    "UINT_LEAST8_WIDTH", "UINT_MAX", "ULONG_MAX", "USHRT_MAX", "WCHAR_MAX", "WCHAR_MIN", "WCHAR_WIDTH", "WINT_MAX",
-    "WINT_MIN", "WINT_WIDTH", "acos", "acosf", "acosh", "acoshf", "alignas", "alignof", "and", "and_eq", "as_char",
-    "as_double", "as_float", "as_half", "as_int", "as_long", "as_short", "as_uchar", "as_uint", "as_ulong",
-    "as_ushort", "asin", "asinf", "asinh", "asinhf", "asm", "assert", "async_work_group_copy", "atan", "atan2",
-    "atan2f", "atanf", "atanh", "atanhf", "atom_add", "atom_and", "atom_cmpxchg", "atom_dec", "atom_inc", "atom_max",
-    "atom_min", "atom_or", "atom_sub", "atom_xchg", "atom_xor", "atomicAdd", "atomicAnd", "atomicCAS", "atomicDec",
-    "atomicExch", "atomicInc", "atomicMax", "atomicMin", "atomicOr", "atomicSub", "atomicXor", "atomic_add",
-    "atomic_and", "atomic_cmpxchg", "atomic_dec", "atomic_double", "atomic_flag", "atomic_float", "atomic_inc",
-    "atomic_int", "atomic_intptr_t", "atomic_long", "atomic_max", "atomic_min", "atomic_or", "atomic_ptrdiff_t",
-    "atomic_size_t", "atomic_sub", "atomic_uint", "atomic_uintptr_t", "atomic_ulong", "atomic_xchg", "atomic_xor",
-    "auto", "barrier", "bitand", "bitor", "blockDim", "blockIdx", "bool", "break", "calloc", "case", "catch", "cbrt",
-    "cbrtf", "ceil", "ceilf", "char", "char16_t", "char32_t", "char8_t", "cl_mem_fence_flags", "class", "clk_event_t",
-    "clock64", "co_await", "co_return", "co_yield", "compl", "complex", "concept", "const", "const_cast", "constant",
-    "consteval", "constexpr", "constinit", "continue", "convert_float", "convert_int", "copysign", "copysignf", "cos",
-    "cosf", "cosh", "coshf", "decltype", "default", "delete", "dim3", "do", "double", "double_t", "dynamic_cast",
-    "else", "enum", "erf", "erfc", "erfcf", "erff", "errno", "event_t", "exp", "exp2", "exp2f", "expf", "explicit",
-    "expm1", "expm1f", "export", "extern", "fabs", "fabsf", "false", "fdim", "fdimf", "float", "float_t", "floor",
-    "floorf", "fma", "fmaf", "fmax", "fmaxf", "fmin", "fminf", "fmod", "fmodf", "for", "fpclassify", "fprintf",
-    "free", "frexp", "frexpf", "friend", "generic", "get_enqueued_local_size", "get_global_id",
-    "get_global_linear_id", "get_global_offset", "get_global_size", "get_group_id", "get_local_id",
-    "get_local_linear_id", "get_local_size", "get_num_groups", "get_work_dim", "global", "goto", "gridDim", "half",
-    "half_sqrt", "hypot", "hypotf", "if", "ilogb", "ilogbf", "image1d_array_t", "image1d_buffer_t", "image1d_t",
-    "image2d_array_depth_t", "image2d_array_t", "image2d_depth_t", "image2d_t", "image3d_t", "imaginary", "in",
-    "inline", "inout", "int", "int16_t", "int32_t", "int64_t", "int8_t", "int_fast16_t", "int_fast32_t",
-    "int_fast64_t", "int_fast8_t", "int_least16_t", "int_least32_t", "int_least64_t", "int_least8_t", "intmax_t",
-    "intptr_t", "isfinite", "isgreater", "isgreaterequal", "isinf", "isless", "islessequal", "islessgreater", "isnan",
-    "isnormal", "isunordered", "kernel", "ldexp", "ldexpf", "lgamma", "lgammaf", "llrint", "llrintf", "llround",
-    "llroundf", "local", "log", "log10", "log10f", "log1p", "log1pf", "log2", "log2f", "logb", "logbf", "logf",
-    "long", "lrint", "lrintf", "lround", "lroundf", "mad", "mad24", "main", "malloc", "math_errhandling", "mem_fence",
-    "memcmp", "memcpy", "memmove", "memory_order", "memory_scope", "memset", "modf", "modff", "mul24", "mutable",
-    "namespace", "nan", "nanf", "native_sqrt", "ndrange_t", "nearbyint", "nearbyintf", "new", "nextafter",
-    "nextafterf", "nexttoward", "nexttowardf", "noexcept", "not", "not_eq", "nullptr", "offsetof", "operator", "or",
-    "or_eq", "out", "pipe", "pow", "powf", "printf", "private", "protected", "ptrdiff_t", "public", "quad", "queue_t",
-    "read_mem_fence", "read_only", "read_write", "realloc", "register", "reinterpret_cast", "remainder", "remainderf",
-    "remquo", "remquof", "requires", "reserve_id_t", "restrict", "return", "rint", "rintf", "round", "roundf",
-    "sampler_t", "scalbln", "scalblnf", "scalbn", "scalbnf", "short", "signbit", "signed", "sin", "sinf", "sinh",
-    "sinhf", "size_t", "sizeof", "snprintf", "sprintf", "sqrt", "sqrtf", "static", "static_assert", "static_cast",
-    "struct", "switch", "tan", "tanf", "tanh", "tanhf", "template", "tgamma", "tgammaf", "this", "threadIdx",
-    "thread_local", "throw", "true", "trunc", "truncf", "try", "typedef", "typeid", "typename", "typeof",
-    "typeof_unqual", "uchar", "uint", "uint16_t", "uint32_t", "uint64_t", "uint8_t", "uint_fast16_t", "uint_fast32_t",
-    "uint_fast64_t", "uint_fast8_t", "uint_least16_t", "uint_least32_t", "uint_least64_t", "uint_least8_t",
-    "uintmax_t", "uintptr_t", "ulong", "union", "unsigned", "ushort", "using", "virtual", "vload_half", "vloada_half",
-    "void", "volatile", "vstore_half", "vstore_half_rte", "vstorea_half", "wait_group_events", "warpSize", "wchar_t",
-    "while", "work_group_barrier", "write_mem_fence", "write_only", "xor", "xor_eq", NULL};
-#define NRESERVED (sizeof reserved / sizeof reserved[0] - 1)
-
-static int cmp_name(const void *key, const void *elem) { return strcmp(key, *(const char *const *)elem); }
-
-/* Whether p is a vector size (1 2 3 4 8 16), or two of them joined by x (a matrix, 2x4). */
-static int vector_sizes(const char *p) {
-  static const char *const sizes[] = {"16", "1", "2", "3", "4", "8", NULL};
-  for (int dims = 0; dims < 2; dims++) {
-    int i = 0;
-    while (sizes[i] && strncmp(p, sizes[i], strlen(sizes[i]))) i++;
-    if (!sizes[i]) return 0;
-    p += strlen(sizes[i]);
-    if (!*p) return 1;
-    if (dims == 1 || *p++ != 'x') return 0;
-  }
-  return 0;
-}
-
-/* OpenCL C's and CUDA's vector types (float4, uint2, longlong3, double16, half8, float2x2 ...). */
-static int vector_type(const char *w) {
-  static const char *const base[] = {"char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "float",
-                                     "double", "half", "bool", "longlong", "ulonglong", "quad", NULL};
-  for (int b = 0; base[b]; b++)
-    if (!strncmp(w, base[b], strlen(base[b])) && vector_sizes(w + strlen(base[b]))) return 1;
-  return 0;
-}
-
-const char *gpar__kname_why(const char *name, size_t len) {
-  if (len == 0) return "is empty";
-  if (len > 64) return "is longer than 64 characters";
-  if (!(isalpha((unsigned char)name[0]) || name[0] == '_')) return "is not a C identifier";
-  for (size_t i = 1; i < len; i++)
-    if (!(isalnum((unsigned char)name[i]) || name[i] == '_')) return "is not a C identifier";
-  if (len >= 4 && (!strncmp(name, "gpar", 4) || !strncmp(name, "GPAR", 4))) return "starts with gpar (reserved)";
-  if (len >= 2 && name[0] == '_' && (name[1] == '_' || isupper((unsigned char)name[1]))) return "is reserved (__ or _X)";
-  char w[65];
-  memcpy(w, name, len);
-  w[len] = 0;
-  static const char *const prefix[] = {"CLK_", "CL_", "FLT_", "DBL_", "LDBL_", "FP_", "M_", NULL};
-  int hit = bsearch(w, reserved, NRESERVED, sizeof reserved[0], cmp_name) || vector_type(w);
-  for (int i = 0; prefix[i] && !hit; i++) hit = !strncmp(w, prefix[i], strlen(prefix[i]));
-  return hit ? "is reserved: a keyword, type, built-in or macro of C, CUDA, OpenCL C or the dialect" : NULL;
-}
-
-int gpar__kname_check(const char *name, const char *fn) {
-  if (!name) return gpar__errorf(GPAR_EINVAL, "%s: kernel name is NULL", fn);
-  const char *why = gpar__kname_why(name, strlen(name));
-  return why ? gpar__errorf(GPAR_EINVAL, "%s: kernel name '%s' %s", fn, name, why) : GPAR_OK;
-}
 
 static int type_of(const char *w, size_t len) {
   for (int t = 0; t < GPAR__KT_NTYPES; t++)
@@ -197,7 +72,7 @@ static int dir_of(const char *w, size_t len) {
 }
 
 /* One parameter: [in|out|inout] TYPE [*] NAME, then ',' or the end. */
-static int parse_param(cursor *c, gpar__kparam *prm) {
+static int parse_param(cursor *c, int lib, gpar__kparam *prm) {
   size_t len;
   char *w = word(c, &len);
   if (!len) return fail(c, c->p, *c->p ? "expected a parameter, found '" : "expected a parameter after ','",
@@ -218,7 +93,7 @@ static int parse_param(cursor *c, gpar__kparam *prm) {
   if (star && dir == GPAR__KDIR_SCALAR) return fail(c, w, "a buffer parameter needs in, out or inout before its type", NULL);
   if (!star && dir != GPAR__KDIR_SCALAR) return fail(c, nw, "a buffer parameter is a pointer: '*' before its name", NULL);
   if (!star && !types[type].arg) return fail(c, tw, "scalars are i32 u32 i64 u64 f32 or f64, not ", types[type].name);
-  const char *why = gpar__kname_why(nw, len);
+  const char *why = gpar__kname_why(nw, len, lib);
   if (why) {
     char msg[96];
     snprintf(msg, sizeof msg, "parameter name '%.*s' ", (int)(len < 64 ? len : 64), nw);
@@ -233,7 +108,7 @@ static int parse_param(cursor *c, gpar__kparam *prm) {
   return GPAR_OK;
 }
 
-int gpar__ksig_parse(char *text, const char *fn, gpar__kparam **out, int *n) {
+int gpar__ksig_parse(char *text, const char *fn, int lib, gpar__kparam **out, int *n) {
   cursor c = {text, text, fn};
   gpar__kparam prm[GPAR__KMAX_PARAMS];
   char *ends[GPAR__KMAX_PARAMS]; /* where each name ends, cut once the whole signature parsed */
@@ -241,7 +116,7 @@ int gpar__ksig_parse(char *text, const char *fn, gpar__kparam **out, int *n) {
   skip_space(&c);
   while (*c.p && st == GPAR_OK) {
     if (np == GPAR__KMAX_PARAMS) return fail(&c, c.p, "more than 64 parameters", NULL);
-    if ((st = parse_param(&c, &prm[np])) != GPAR_OK) break;
+    if ((st = parse_param(&c, lib, &prm[np])) != GPAR_OK) break;
     ends[np] = (char *)prm[np].name;
     while (isalnum((unsigned char)*ends[np]) || *ends[np] == '_') ends[np]++;
     size_t len = (size_t)(ends[np] - prm[np].name);
@@ -268,27 +143,50 @@ int gpar__ksig_parse(char *text, const char *fn, gpar__kparam **out, int *n) {
   return GPAR_OK;
 }
 
-/* ---------------------------------------------------------------- group memory */
+/* ---------------------------------------------------------------- lexing, as compilers differ */
 
-/* Past a number at p (a preprocessing number: C23's and C++'s digit separators, exponents'
- * signs), or p itself when none starts there. */
-static const char *past_number(const char *p) {
+/* How a text is read (bits): trigraphs replaced (PoCL's OpenCL C), a backslash, blanks, then a
+ * newline a splice too (gcc, clang), C23's and C++'s digit separators (1'000; gnu17 and OpenCL C
+ * 1.2 read 0'1' as 0 and a character literal), C++'s raw strings (R"x(...)x": NVRTC; gcc takes
+ * them in GNU C too). A scan that must see what every compiler sees reads the text every way. */
+enum { LEX_TRIGRAPHS = 1, LEX_BLANK_SPLICES = 2, LEX_DIGIT_SEPARATORS = 4, LEX_RAW_STRINGS = 8, LEX_WAYS = 16 };
+
+/* Past a number at p (a preprocessing number: exponents' signs, digit separators when the way
+ * has them), or p itself when none starts there. */
+static const char *past_number(const char *p, int how) {
   if (!(isdigit((unsigned char)p[0]) || (p[0] == '.' && isdigit((unsigned char)p[1])))) return p;
   for (p++;;)
     if (strchr("eEpP", *p) && *p && (p[1] == '+' || p[1] == '-'))
       p += 2;
     else if (isalnum((unsigned char)*p) || *p == '_' || *p == '.')
       p++;
-    else if (*p == '\'' && (isalnum((unsigned char)p[1]) || p[1] == '_'))
+    else if ((how & LEX_DIGIT_SEPARATORS) && *p == '\'' && (isalnum((unsigned char)p[1]) || p[1] == '_'))
       p += 2;
     else
       return p;
 }
 
-/* Past a comment, string or character literal, or number at p (p itself when none starts
- * there). A literal ends at the end of its line at the latest, as in every compiler (one that
- * does not end there, a lone quote in a skipped group, hides nothing on the lines after it). */
-static const char *skip_literal(const char *p) {
+/* Past a raw string at p (R"d(...)d", also u8R uR UR LR), or p when none starts there. */
+static const char *past_raw_string(const char *p) {
+  const char *r = p;
+  if (*r == 'u' && r[1] == '8')
+    r += 2;
+  else if (*r == 'u' || *r == 'U' || *r == 'L')
+    r++;
+  if (r[0] != 'R' || r[1] != '"') return p;
+  const char *d = r + 2, *open = d;
+  while (*open && *open != '(' && open - d <= 16 && !strchr(" )\\\t\v\f\n", *open)) open++;
+  if (*open != '(') return p; /* not a raw string's opening: the compiler reads it otherwise */
+  size_t dl = (size_t)(open - d);
+  for (const char *q = open + 1; *q; q++)
+    if (*q == ')' && !strncmp(q + 1, d, dl) && q[1 + dl] == '"') return q + dl + 2;
+  return p + strlen(p); /* unterminated: to the end */
+}
+
+/* Past a comment, string or character literal, raw string or number at p (p itself when none
+ * starts there). A literal ends at the end of its line at the latest, as in every compiler (one
+ * that does not end there, a lone quote in a skipped group, hides nothing on the lines after). */
+static const char *skip_literal(const char *p, int how) {
   if (p[0] == '/' && p[1] == '/') {
     while (*p && *p != '\n') p++;
   } else if (p[0] == '/' && p[1] == '*') {
@@ -298,15 +196,19 @@ static const char *skip_literal(const char *p) {
     char q = *p++;
     while (*p && *p != q && *p != '\n') p += (*p == '\\' && p[1]) ? 2 : 1;
     if (*p == q) p++;
+  } else if ((how & LEX_RAW_STRINGS) && strchr("uULR", *p) && *p) {
+    p = past_raw_string(p);
   } else {
-    p = past_number(p);
+    p = past_number(p, how);
   }
   return p;
 }
 
+/* ---------------------------------------------------------------- group memory */
+
 int gpar__kuses_group_memory(const char *code) {
   for (const char *p = code; p && *p;) {
-    const char *q = skip_literal(p);
+    const char *q = skip_literal(p, LEX_DIGIT_SEPARATORS);
     if (q != p) {
       p = q;
       continue;
@@ -323,12 +225,11 @@ int gpar__kuses_group_memory(const char *code) {
   return 0;
 }
 
-/* ---------------------------------------------------------------- directives that read files */
+/* ---------------------------------------------------------------- what reads files */
 
-/* code as translation phases 1 and 2 leave it, in one of the ways compilers differ (how & 1:
- * trigraphs replaced, as PoCL's OpenCL C does; how & 2: a backslash, blanks, then a newline is a
- * splice too, as gcc and clang take it), every line ending (CR LF, a lone CR) a newline and the
- * line splices removed; at[i]: where its character i lies in code. malloc'ed; NULL without memory. */
+/* code as translation phases 1 and 2 leave it, read the way how says (trigraphs, blank splices),
+ * every line ending (CR LF, a lone CR) a newline and the line splices removed; at[i]: where its
+ * character i lies in code. malloc'ed; NULL without memory. */
 static char *flatten(const char *code, int how, size_t **at) {
   static const char tri_from[] = "=(/)'<!>-", tri_to[] = "#[\\]^{|}~";
   size_t n = strlen(code), k = 0, w = 0;
@@ -340,7 +241,7 @@ static char *flatten(const char *code, int how, size_t **at) {
     return NULL;
   }
   for (size_t i = 0; i < n; k++) { /* phase 1: trigraphs, line endings */
-    int tri = (how & 1) && code[i] == '?' && code[i + 1] == '?' && code[i + 2];
+    int tri = (how & LEX_TRIGRAPHS) && code[i] == '?' && code[i + 1] == '?' && code[i + 2];
     const char *t = tri ? strchr(tri_from, code[i + 2]) : NULL;
     map[k] = i;
     out[k] = t ? tri_to[t - tri_from] : code[i] == '\r' ? '\n' : code[i];
@@ -349,7 +250,7 @@ static char *flatten(const char *code, int how, size_t **at) {
   out[k] = 0;
   for (size_t r = 0; r < k;) { /* phase 2: splices */
     size_t e = r + 1;
-    while ((how & 2) && out[r] == '\\' && (out[e] == ' ' || out[e] == '\t' || out[e] == '\f' || out[e] == '\v')) e++;
+    while ((how & LEX_BLANK_SPLICES) && out[r] == '\\' && strchr(" \t\f\v", out[e]) && out[e]) e++;
     if (out[r] == '\\' && out[e] == '\n') {
       r = e + 1;
       continue;
@@ -378,31 +279,53 @@ static const char *ident(const char *p, char *w, size_t cap) {
   return p;
 }
 
-/* GPAR_EINVAL naming the line and column of at in code. */
-static int reads_files(const char *code, const char *at, const char *what, const char *fn, const char *hash,
-                       const char *word) {
-  int line = 1;
-  const char *bol = code;
-  for (const char *p = code; p < at; p++)
-    if (*p == '\n' || (*p == '\r' && p[1] != '\n')) line++, bol = p + 1;
-  if (strstr(word, "asm")) /* asm, __asm, __asm__ */
-    return gpar__errorf(GPAR_EINVAL,
-                        "%s: %s, line %d, column %d: %s: inline assembly is not part of the dialect (it is no "
-                        "backend's but one's, and its .incbin reads a file the kernel caches' keys cannot hold)",
-                        fn, what, line, (int)(at - bol) + 1, word);
-  return gpar__errorf(GPAR_EINVAL,
-                      "%s: %s, line %d, column %d: %s%s reads a file, which the kernel caches' keys cannot "
-                      "hold: put its text in the preamble instead",
-                      fn, what, line, (int)(at - bol) + 1, hash, word);
+/* What a scan found: a directive that reads a file, __has_include, inline assembly (its
+ * assembler's .incbin reads one), or token pasting that could build one of the last two. */
+enum { FOUND_NONE, FOUND_DIRECTIVE, FOUND_HAS_INCLUDE, FOUND_ASM, FOUND_PASTE };
+typedef struct found {
+  int what;
+  const char *at; /* in the flattened text */
+  char word[24];
+} found;
+
+/* Words no build may see however they are spelled; a name that begins one and is not one could
+ * become one by token pasting (`a##b`), which no scan can follow: refused beside a ##. asm's
+ * beginnings (a, as) are ordinary names: what builds asm by pasting is refused by the host's and
+ * clang's builds themselves (#pragma GCC poison), and NVRTC's and NVIDIA's asm is PTX, which
+ * reads no file. */
+static const char *const guarded[] = {"__has_include", "__has_include_next", "__has_embed", "__asm__", "__asm", NULL};
+
+static int begins_guarded(const char *w) {
+  size_t n = strlen(w);
+  for (int i = 0; guarded[i]; i++)
+    if (n < strlen(guarded[i]) && !strncmp(guarded[i], w, n)) return 1;
+  return 0;
 }
 
-/* The first directive that reads a file in flat (flatten's), or inline assembly (whose .incbin
- * does), or NULL; its word in w. */
-static const char *find_file_read(const char *flat, char *w, size_t cap, const char **hash) {
-  static const char *const bad[] = {"include", "include_next", "embed", "import"};
+/* A directive's word after the # at h: the blanks (space, tab, vertical tab, form feed) and
+ * comments compilers skip there first. */
+static const char *directive_word(const char *h, int how, char *w, size_t cap) {
+  while (*h == ' ' || *h == '\t' || *h == '\v' || *h == '\f' || (h[0] == '/' && h[1] == '*'))
+    h = *h == '/' ? skip_literal(h, how) : h + 1;
+  ident(h, w, cap);
+  return h;
+}
+
+static void set_found(found *f, int what, const char *at, const char *hash, const char *word) {
+  f->what = what;
+  f->at = at;
+  snprintf(f->word, sizeof f->word, "%s%.20s", hash, word);
+}
+
+/* The first thing in flat (flatten's, read the way how) that reads a file, into *f. */
+static void find_file_read(const char *flat, int how, found *f) {
+  static const char *const bad[] = {"include", "include_next", "embed", "import", NULL};
+  const char *paste = NULL, *begins = NULL;
+  char w[24], bw[24] = "";
   int first = 1; /* at the first token of a line */
-  for (const char *p = flat, *h; *p;) {
-    const char *q = skip_literal(p);
+  f->what = FOUND_NONE;
+  for (const char *p = flat, *h; *p && f->what == FOUND_NONE;) {
+    const char *q = skip_literal(p, how);
     if (q != p || (*p != '\n' && isspace((unsigned char)*p))) { /* a comment, a literal, a number, a blank */
       p = q != p ? q : p + 1;
       continue;
@@ -410,35 +333,73 @@ static const char *find_file_read(const char *flat, char *w, size_t cap, const c
     if (*p == '\n') {
       first = 1;
       p++;
+      continue;
+    }
+    if ((p[0] == '#' && p[1] == '#') || (!strncmp(p, "%:%:", 4))) {
+      paste = paste ? paste : p;
+      p += p[0] == '#' ? 2 : 4;
     } else if (first && (h = past_hash(p))) {
-      while (*h == ' ' || *h == '\t' || (h[0] == '/' && h[1] == '*')) h = *h == '/' ? skip_literal(h) : h + 1;
-      const char *end = ident(h, w, cap);
-      for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        if (!strcmp(w, bad[i])) return *hash = "#", p;
-      first = 0;
-      p = end > h ? end : h;
+      const char *at = directive_word(h, how, w, sizeof w);
+      for (int i = 0; bad[i]; i++)
+        if (!strcmp(w, bad[i])) set_found(f, FOUND_DIRECTIVE, p, "#", w);
+      p = at;
     } else if (isalpha((unsigned char)*p) || *p == '_') {
       const char *at = p;
-      first = 0;
-      p = ident(p, w, cap);
-      if (!strcmp(w, "__has_include") || !strcmp(w, "__has_include_next")) return *hash = "", at;
-      if (!strcmp(w, "asm") || !strcmp(w, "__asm") || !strcmp(w, "__asm__")) return *hash = "", at; /* .incbin */
+      p = ident(p, w, sizeof w);
+      if (!strcmp(w, "__has_include") || !strcmp(w, "__has_include_next") || !strcmp(w, "__has_embed"))
+        set_found(f, FOUND_HAS_INCLUDE, at, "", w);
+      if (!strcmp(w, "asm") || !strcmp(w, "__asm") || !strcmp(w, "__asm__")) set_found(f, FOUND_ASM, at, "", w);
+      if (!begins && (size_t)(p - at) < sizeof w && begins_guarded(w)) begins = at, snprintf(bw, sizeof bw, "%s", w);
     } else {
-      first = 0;
       p++;
     }
+    first = 0;
   }
-  return NULL;
+  if (f->what == FOUND_NONE && paste && begins) set_found(f, FOUND_PASTE, begins, "", bw);
+}
+
+/* GPAR_EINVAL naming the line and column of at in code. */
+static int reads_files(const char *code, const char *at, const char *what, const char *fn, const found *f) {
+  int line = 1;
+  const char *bol = code;
+  for (const char *p = code; p < at; p++)
+    if (*p == '\n' || (*p == '\r' && p[1] != '\n')) line++, bol = p + 1;
+  int col = (int)(at - bol) + 1;
+  if (f->what == FOUND_ASM)
+    return gpar__errorf(GPAR_EINVAL,
+                        "%s: %s, line %d, column %d: %s: inline assembly is not part of the dialect (it is no "
+                        "backend's but one's, and its .incbin reads a file the kernel caches' keys cannot hold)",
+                        fn, what, line, col, f->word);
+  if (f->what == FOUND_PASTE)
+    return gpar__errorf(GPAR_EINVAL,
+                        "%s: %s, line %d, column %d: '%s' beside token pasting (##) could be pasted into "
+                        "__has_include or __asm__, which read files the kernel caches' keys cannot hold: rename it",
+                        fn, what, line, col, f->word);
+  return gpar__errorf(GPAR_EINVAL,
+                      "%s: %s, line %d, column %d: %s reads a file, which the kernel caches' keys cannot hold: put "
+                      "its text in the preamble instead",
+                      fn, what, line, col, f->word);
+}
+
+/* The ways worth reading code: a way that turns on a feature the text has no sign of reads it
+ * as the way without it does. */
+static int way_matters(const char *code, int how) {
+  if ((how & LEX_TRIGRAPHS) && !strstr(code, "??")) return 0;
+  if ((how & LEX_BLANK_SPLICES) && !strchr(code, '\\')) return 0;
+  if ((how & LEX_DIGIT_SEPARATORS) && !strchr(code, '\'')) return 0;
+  return !(how & LEX_RAW_STRINGS) || strstr(code, "R\"");
 }
 
 int gpar__kfiles_check(const char *code, const char *what, const char *fn) {
   int st = GPAR_OK;
-  for (int how = 0; code && how < 4 && st == GPAR_OK; how++) { /* refused when any way of reading it reads a file */
+  for (int how = 0; code && how < LEX_WAYS && st == GPAR_OK; how++) { /* refused when any way reads a file */
+    if (!way_matters(code, how)) continue;
     size_t *at = NULL;
-    char *flat = flatten(code, how, &at), w[24];
-    const char *hash = "", *p = flat ? find_file_read(flat, w, sizeof w, &hash) : NULL;
+    char *flat = flatten(code, how, &at);
+    found f = {FOUND_NONE, NULL, ""};
     if (!flat) st = gpar__errorf(GPAR_ENOMEM, "%s: out of host memory", fn);
-    if (p) st = reads_files(code, code + at[p - flat], what, fn, hash, w);
+    if (flat) find_file_read(flat, how, &f);
+    if (f.what != FOUND_NONE) st = reads_files(code, code + at[f.at - flat], what, fn, &f);
     free(flat);
     free(at);
   }

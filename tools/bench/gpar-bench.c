@@ -155,7 +155,8 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
-  if (argc == 7 && !strcmp(argv[1], "--kernel-child")) return bench_kernel_child(argc, argv); /* (bench_kernel.c) */
+  if ((argc == 7 && !strcmp(argv[1], "--kernel-child")) || (argc == 5 && !strcmp(argv[1], "--kernel-child-raw")))
+    return bench_kernel_child(argc, argv); /* (bench_kernel.c) */
   bench_ctx ctx;
   memset(&ctx, 0, sizeof ctx);
   ctx.host_dev = GPAR_HOST;

@@ -14,7 +14,9 @@ enum {
   GPAR_RAW_K_TINY,       /* iters launches of the tiny kernel (1 group of 32), one sync */
   GPAR_RAW_K_TINY_GRAPH, /* the same iters launches captured once into a graph, run reps times */
   GPAR_RAW_K_SAXPY,      /* iters saxpy calls over n floats, one sync */
-  GPAR_RAW_K_BUILD       /* a new source (salt) compiled and loaded: seconds[0]; its binary loaded again: seconds[1] */
+  GPAR_RAW_K_BUILD,      /* a new source (salt) compiled and loaded: seconds[0]; its binary loaded again: seconds[1] */
+  GPAR_RAW_K_BINARY      /* the binary in file path loaded (OpenCL: clCreateProgramWithBinary + clBuildProgram):
+                            seconds[0] */
 };
 
 typedef struct gpar_raw_kernel_case {
@@ -25,6 +27,7 @@ typedef struct gpar_raw_kernel_case {
   size_t n;    /* SAXPY */
   int threads; /* host SAXPY: OpenBLAS threads (restored to 1 after) */
   int salt;    /* BUILD: makes the source one never built before */
+  const char *path; /* BINARY */
 } gpar_raw_kernel_case;
 
 /* Run a case; seconds (two for BUILD) of its timed part. 0, or -1 after printing why. The
