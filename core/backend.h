@@ -15,28 +15,27 @@
 #define GPAR__TLS _Thread_local __attribute__((tls_model("initial-exec")))
 
 /* Lanes of one device: in-order streams / queues. Copies never share a compute lane. A GPU
- * device has gpar_config.lanes compute lanes (at most GPAR__COMPUTE_LANES_MAX): the first is
- * GPAR__LANE_COMPUTE, the others GPAR__LANE_COMPUTE_MORE and up; the engine picks one for each
- * op (core/engine/lanes.c), and each has its own BLAS handle or plan cache in the backend. */
+ * device has `lanes` compute lanes, 0 .. lanes - 1 (at most GPAR__COMPUTE_LANES_MAX; how many is
+ * decided once, by gpar_init, and handed to the backend's open), then the copy lanes; the engine
+ * picks a compute lane for each op (core/engine/lanes.c), and each compute lane has its own BLAS
+ * handle or plan cache in the backend. */
 #define GPAR__COMPUTE_LANES_MAX 8
 enum gpar__lane {
-  GPAR__LANE_COMPUTE = 0,      /* GEMM, fill, kernels, user functions: the first compute lane */
-  GPAR__LANE_H2D = 1,          /* host-to-device copies */
-  GPAR__LANE_D2H = 2,          /* device-to-host copies */
-  GPAR__LANE_PEER = 3,         /* device copies and collectives (run on the source) */
-  GPAR__LANE_COMPUTE_MORE = 4, /* compute lane k >= 1 is GPAR__LANE_COMPUTE_MORE + k - 1 */
-  GPAR__NLANES = GPAR__LANE_COMPUTE_MORE + GPAR__COMPUTE_LANES_MAX - 1 /* lanes a device may have */
+  GPAR__LANE_COMPUTE = 0,                    /* the first compute lane; compute lane k is lane k */
+  GPAR__LANE_H2D = GPAR__COMPUTE_LANES_MAX, /* host-to-device copies */
+  GPAR__LANE_D2H,                            /* device-to-host copies */
+  GPAR__LANE_PEER,                           /* device copies and collectives (run on the source) */
+  GPAR__NLANES                               /* lanes a device may have */
 };
 
-/* Compute lane k (0 .. lanes-1) of a device, and back: -1 for a copy lane. */
-static inline int gpar__lane_compute(int k) { return k ? GPAR__LANE_COMPUTE_MORE + k - 1 : GPAR__LANE_COMPUTE; }
-static inline int gpar__lane_compute_index(int lane) {
-  return lane == GPAR__LANE_COMPUTE ? 0 : lane >= GPAR__LANE_COMPUTE_MORE ? lane - GPAR__LANE_COMPUTE_MORE + 1 : -1;
-}
-/* The number of compute lanes cfg asks for, within 1 .. GPAR__COMPUTE_LANES_MAX (gpar_init fills
- * cfg->lanes in; backends read it at open). */
-static inline int gpar__lanes_of(const gpar_config *cfg) {
-  return cfg->lanes < 1 ? 1 : cfg->lanes > GPAR__COMPUTE_LANES_MAX ? GPAR__COMPUTE_LANES_MAX : cfg->lanes;
+/* Whether lane is a compute lane, and whether a device with `lanes` compute lanes has it. */
+static inline int gpar__lane_is_compute(int lane) { return lane >= 0 && lane < GPAR__COMPUTE_LANES_MAX; }
+static inline int gpar__lane_in_use(int lane, int lanes) { return lane < lanes || lane >= GPAR__LANE_H2D; }
+/* The compute lanes per device of a backend whose default is dflt, for cfg: cfg->lanes when set
+ * (> 0), else dflt, within 1 .. GPAR__COMPUTE_LANES_MAX (decided once, by gpar_init). */
+static inline int gpar__lanes_of(const gpar_config *cfg, int dflt) {
+  int n = cfg->lanes > 0 ? cfg->lanes : dflt;
+  return n < 1 ? 1 : n > GPAR__COMPUTE_LANES_MAX ? GPAR__COMPUTE_LANES_MAX : n;
 }
 
 typedef struct gpar__backend gpar__backend; /* one backend instance (opaque to the core) */
@@ -112,6 +111,8 @@ typedef struct gpar__backend_ops {
   /* 1: ops are enqueued on lanes and ordered by events (GPU backends). 0: ops run to completion
    * synchronously in the call (host backend), on the core's CPU worker threads. */
   int ordered_by_events;
+  /* Compute lanes a device of this backend has when gpar_config.lanes is 0 (event backends). */
+  int lanes_default;
   /* 1: a host-to-device copy may read its host source when enqueued rather than when its lane
    * reaches it, so the core must not order it behind a producer's event (it waits for the
    * producer to retire instead). Seen on NVIDIA's OpenCL; CUDA and PoCL order such reads. */
@@ -119,7 +120,7 @@ typedef struct gpar__backend_ops {
 
   /* Probe. No device: GPAR_ENODEV with the reason in gpar__errorf's message (kept for
    * gpar_backend_status, printed only when the caller named the backend); not an error. */
-  int (*open)(const gpar_config *cfg, gpar__backend **be, int *ndev);
+  int (*open)(const gpar_config *cfg, int lanes, gpar__backend **be, int *ndev); /* lanes: compute lanes per device */
   void (*close)(gpar__backend *be);
   /* Fill info; peer_mask uses backend-local indices (the core remaps it to the flat list). */
   int (*device_info)(gpar__backend *be, int idx, gpar_device_props *info);
@@ -216,6 +217,8 @@ typedef struct gpar__backend_ops {
   int (*graph_end)(gpar__bdev *dev, int lane, void **graph);
   int (*graph_launch)(gpar__bdev *dev, int lane, void *graph);
   void (*graph_destroy)(gpar__bdev *dev, void *graph);
+  /* Optional: the nodes and dependency edges of a graph graph_end made (gpar_graph_info). */
+  void (*graph_shape)(gpar__bdev *dev, void *graph, uint64_t *nodes, uint64_t *edges);
   /* 1 when a capture between graph_begin and graph_end can take this copy; 0 makes the core
    * replay its part op by op without trying (optional; NULL: every copy can be captured). */
   int (*graph_copy_ok)(gpar__bdev *dev, const gpar__copy_args *a);

@@ -122,8 +122,10 @@ typedef struct gpar_config {
   const char *kernel_nvrtc;     /* NVRTC library CUDA kernels dlopen; NULL: libnvrtc.so.13, then libnvrtc.so.12 and
                                    libnvrtc.so. env GPAR_NVRTC */
   int lanes;                    /* compute lanes per GPU: in-order streams (CUDA) or queues (OpenCL), each with its own
-                                   BLAS handle and issuing thread, so small ops are issued in parallel; 0: the
-                                   default (1); at most 8. env GPAR_LANES */
+                                   BLAS handle and issuing thread; the engine puts each op on one (a chain stays
+                                   on its lane, work that fills the GPU takes the first, small independent ops
+                                   spread when the first is busy). 0: each backend's default (CUDA 4, OpenCL 1);
+                                   1: one lane, every op in issue order; at most 8. env GPAR_LANES */
 } gpar_config;
 
 /* Backend bits for gpar_config.backends and gpar_device_info.backend_id. */
@@ -134,7 +136,8 @@ enum { GPAR_BACKEND_HOST = 1, GPAR_BACKEND_CUDA = 2, GPAR_BACKEND_OPENCL = 4 };
 GPAR_API void gpar_config_init(gpar_config *cfg);
 
 /* The configuration eng runs with: its gpar_config with the defaults filled in (host_threads,
- * backends, comm_timeout, kernel_cache_dir, kernel_cc, lanes). */
+ * backends, comm_timeout, kernel_cache_dir, kernel_cc, lanes: the compute lanes of its first
+ * GPU, 1 without one; each device's are in gpar_device_props.compute_lanes). */
 GPAR_API int gpar_config_get(gpar_engine *eng, gpar_config *cfg);
 
 /* Create an engine. cfg NULL: defaults plus environment overrides. Devices of every built
@@ -170,6 +173,7 @@ typedef struct gpar_device_info {
    * OpenCL 3.0 PoCL ..." from the platform; the host's openblas_get_config()). */
   char driver_version[64];
   char runtime_version[128];
+  int compute_lanes;      /* GPU: compute lanes (streams or queues) the engine spreads independent ops over; CPU 0 */
 } gpar_device_props;
 
 /* Number of devices in the flat list (host CPU included); negative status on error. */
@@ -281,6 +285,11 @@ typedef struct gpar_stats {
   uint64_t kernel_memory_hits; /* kernel builds served by the engine's memory cache (another kernel, same text) */
   uint64_t kernel_disk_hits;   /* kernel builds served by the disk cache */
   uint64_t kernel_build_us;    /* microseconds spent compiling and loading kernels (disk hits included) */
+  /* How the GPUs' compute lanes were used (eager ops; a graph part counts as one op): */
+  uint64_t lane_waits;    /* waits of a lane on an event of another lane or device (cross-lane edges) */
+  uint64_t lane_events;   /* events recorded after ops (for consumers elsewhere, or to close a run of 8) */
+  uint64_t lane_handoffs; /* ops one lane's issuing thread handed to another's */
+  uint64_t lane_moves;    /* ops issued on a compute lane other than the first */
 } gpar_stats;
 
 /* Snapshot of the engine's counters. */
@@ -602,6 +611,18 @@ GPAR_API int gpar_graph_end(gpar_engine *eng, gpar_graph **graph);
 /* Run the whole recorded sequence, asynchronously (see above). Returns at once (in
  * synchronous mode: after it is done, with its status). GPAR_EINVAL on a destroyed graph. */
 GPAR_API int gpar_graph_launch(gpar_graph *graph);
+/* What gpar_graph_info reports about a graph. */
+typedef struct gpar_graph_props {
+  int ops;               /* recorded ops */
+  int parts;             /* parts: stretches of one device, each launched as one engine op */
+  int branches;          /* the most compute lanes one part spreads its ops over (the DAG's
+                            independent branches; 1: record order on one lane) */
+  int native_parts;      /* parts captured into a backend graph so far (CUDA graphs, at the first launch) */
+  uint64_t native_nodes; /* their nodes, summed */
+  uint64_t native_edges; /* their dependency edges, summed: none between ops of different branches */
+} gpar_graph_props;
+/* Describe a graph (GPAR_EINVAL on a destroyed one). */
+GPAR_API int gpar_graph_info(gpar_graph *graph, gpar_graph_props *props);
 /* The handle is invalid at once; then wait for the graph's launches in flight, free it and let
  * go of its buffers. GPAR_EINVAL on a graph destroyed already; GPAR_EDEADLK from inside an op
  * (it would wait for itself). gpar_shutdown destroys the engine's graphs after its drain. */

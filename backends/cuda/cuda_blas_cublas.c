@@ -11,7 +11,7 @@ static int blas_open_lane(struct cuda_dev *d, int k) {
   struct cuda_blas *b = &d->blas[k];
   int st;
   b->be = d->be;
-  b->s = d->lane[gpar__lane_compute(k)];
+  b->s = d->lane[k];
   /* The workspace is set after cublasSetStream, which resets it. */
   if ((st = gpar__cublas_check(cublasCreate(&b->h), "cublasCreate"))) return st;
   if ((st = gpar__cublas_check(cublasSetStream(b->h, b->s), "cublasSetStream"))) return st;

@@ -30,7 +30,7 @@ void gpar__cuda_exit(const struct cuda_dev *d, int prev) {
 
 /* ---- probe ---- */
 
-int gpar__cuda_open(const gpar_config *cfg, gpar__backend **bep, int *ndev) {
+int gpar__cuda_open(const gpar_config *cfg, int lanes, gpar__backend **bep, int *ndev) {
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
   *bep = NULL;
@@ -47,7 +47,7 @@ int gpar__cuda_open(const gpar_config *cfg, gpar__backend **bep, int *ndev) {
   be->ndev = n;
   be->tf32 = cfg ? cfg->tf32 : 0;
   be->lt = cfg ? cfg->cublaslt >= 0 : 1;
-  be->lanes = cfg ? gpar__lanes_of(cfg) : 1;
+  be->lanes = lanes;
   be->comm_timeout = cfg && cfg->comm_timeout > 0 ? cfg->comm_timeout : 300.0;
   snprintf(be->nvrtc, sizeof be->nvrtc, "%s", cfg && cfg->kernel_nvrtc ? cfg->kernel_nvrtc : "");
   *bep = be;
@@ -140,8 +140,8 @@ int gpar__cuda_dev_init(struct cuda_dev *d) {
 
   /* Lanes: non-blocking streams, never synchronised with the legacy default stream. */
   d->lanes = d->be->lanes;
-  for (int l = 0; l < GPAR__LANE_COMPUTE_MORE + d->lanes - 1; l++) /* the copy lanes and d->lanes compute lanes */
-    if ((st = gpar__cuda_check(cudaStreamCreateWithFlags(&d->lane[l], cudaStreamNonBlocking),
+  for (int l = 0; l < GPAR__NLANES; l++) /* d->lanes compute lanes, then the copy lanes */
+    if (gpar__lane_in_use(l, d->lanes) && (st = gpar__cuda_check(cudaStreamCreateWithFlags(&d->lane[l], cudaStreamNonBlocking),
                                "cudaStreamCreateWithFlags")))
       return st;
   if ((st = gpar__cuda_check(cudaStreamCreateWithFlags(&d->alloc_stream, cudaStreamNonBlocking),

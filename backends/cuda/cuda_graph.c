@@ -7,6 +7,8 @@
  * cuda_blas_lt.c), which graphs need, since neither can allocate one during a capture; a
  * cublasLt plan first needed during a capture is made there (host work only). Calls
  * cuda_errors.c and cuda_device.c. */
+#include <stdlib.h>
+
 #include "cuda_internal.h"
 
 /* Thread-local mode: only the capturing dispatcher is barred from unsafe calls; the completion
@@ -33,14 +35,35 @@ static void join_lanes(struct cuda_dev *d, int lane) {
   }
 }
 
+/* A captured part: its executable graph and its shape (gpar_graph_info). */
+typedef struct cuda_graph {
+  cudaGraphExec_t exec;
+  uint64_t nodes, edges;
+} cuda_graph;
+
+/* The nodes and dependency edges of g (0 where CUDA does not say). */
+static void graph_shape(cudaGraph_t g, cuda_graph *out) {
+  size_t n = 0, e = 0;
+  if (cudaGraphGetNodes(g, NULL, &n) != cudaSuccess) n = 0;
+#if CUDART_VERSION >= 13000
+  if (cudaGraphGetEdges(g, NULL, NULL, NULL, &e) != cudaSuccess) e = 0;
+#else
+  if (cudaGraphGetEdges(g, NULL, NULL, &e) != cudaSuccess) e = 0;
+#endif
+  (void)cudaGetLastError();
+  out->nodes = n, out->edges = e;
+}
+
 int gpar__cuda_graph_end(gpar__bdev *dev, int lane, void **out) {
   struct cuda_dev *d = &dev->d;
   cudaGraph_t g = NULL;
   cudaGraphExec_t exec = NULL;
+  cuda_graph shape = {0};
   if (!out) join_lanes(d, lane);
   int st = gpar__cuda_check(cudaStreamEndCapture(d->lane[lane], &g), "cudaStreamEndCapture");
   if (st == GPAR_OK && out)
     st = gpar__cuda_check(cudaGraphInstantiateWithFlags(&exec, g, 0), "cudaGraphInstantiateWithFlags");
+  if (st == GPAR_OK && out) graph_shape(g, &shape);
   if (g) (void)cudaGraphDestroy(g);
   /* Ended, even when it failed: a lane still capturing would refuse the eager replay. */
   for (int l = 0; l < GPAR__NLANES; l++) {
@@ -55,12 +78,26 @@ int gpar__cuda_graph_end(gpar__bdev *dev, int lane, void **out) {
                         d->ordinal, l);
     break;
   }
-  if (st == GPAR_OK && out) *out = (void *)exec;
+  cuda_graph *cg = st == GPAR_OK && out ? malloc(sizeof *cg) : NULL;
+  if (st == GPAR_OK && out && !cg) st = gpar__errorf(GPAR_ENOMEM, "cuda: out of host memory");
+  if (cg) {
+    *cg = shape;
+    cg->exec = exec;
+    *out = cg;
+  } else if (exec) {
+    (void)cudaGraphExecDestroy(exec);
+  }
   return st;
 }
 
 int gpar__cuda_graph_launch(gpar__bdev *dev, int lane, void *graph) {
-  return gpar__cuda_check(cudaGraphLaunch((cudaGraphExec_t)graph, dev->d.lane[lane]), "cudaGraphLaunch");
+  return gpar__cuda_check(cudaGraphLaunch(((cuda_graph *)graph)->exec, dev->d.lane[lane]), "cudaGraphLaunch");
+}
+
+void gpar__cuda_graph_shape(gpar__bdev *dev, void *graph, uint64_t *nodes, uint64_t *edges) {
+  (void)dev;
+  *nodes = ((cuda_graph *)graph)->nodes;
+  *edges = ((cuda_graph *)graph)->edges;
 }
 
 /* A peer copy is captured only as the plain UVA copy that peer access allows (cuda_copy). */
@@ -72,6 +109,7 @@ int gpar__cuda_graph_copy_ok(gpar__bdev *dev, const gpar__copy_args *a) {
 void gpar__cuda_graph_destroy(gpar__bdev *dev, void *graph) {
   int prev;
   if (gpar__cuda_enter(&dev->d, &prev) != GPAR_OK) return;
-  if (cudaGraphExecDestroy((cudaGraphExec_t)graph) != cudaSuccess) (void)cudaGetLastError();
+  if (cudaGraphExecDestroy(((cuda_graph *)graph)->exec) != cudaSuccess) (void)cudaGetLastError();
   gpar__cuda_exit(&dev->d, prev);
+  free(graph);
 }

@@ -108,7 +108,7 @@ struct cuda_event_pool {
 struct cuda_dev {
   gpar__backend *be;
   int ordinal;
-  int lanes;                 /* compute lanes (gpar_config.lanes): lane[] has GPAR__LANE_COMPUTE_MORE + lanes - 1 */
+  int lanes;                 /* compute lanes (decided by gpar_init): lane[0 .. lanes - 1] and the copy lanes */
   cudaStream_t lane[GPAR__NLANES];
   cudaStream_t alloc_stream; /* private, otherwise idle: only cudaMallocAsync/cudaFreeAsync */
   struct cuda_blas blas[GPAR__COMPUTE_LANES_MAX]; /* [k]: compute lane k's (cuda_blas_cublas.c) */
@@ -133,8 +133,7 @@ struct gpar__bdev {
 
 /* The BLAS of a compute lane of d; NULL for a copy lane or one d does not have. */
 static inline struct cuda_blas *gpar__cuda_blas_of(struct cuda_dev *d, int lane) {
-  int k = gpar__lane_compute_index(lane);
-  return k >= 0 && k < d->lanes ? &d->blas[k] : NULL;
+  return gpar__lane_is_compute(lane) && lane < d->lanes ? &d->blas[lane] : NULL;
 }
 
 /* ---- cuda_errors.c ---- */
@@ -160,7 +159,7 @@ GPAR__HIDDEN void gpar__cuda_exit(const struct cuda_dev *d, int prev);
 
 /* The backend's probe entries: open (count devices; no device is GPAR_ENODEV), close,
  * device_info, peer_ok, can_wait. */
-GPAR__HIDDEN int gpar__cuda_open(const gpar_config *cfg, gpar__backend **be, int *ndev);
+GPAR__HIDDEN int gpar__cuda_open(const gpar_config *cfg, int lanes, gpar__backend **be, int *ndev);
 GPAR__HIDDEN void gpar__cuda_close(gpar__backend *be);
 GPAR__HIDDEN int gpar__cuda_device_info(gpar__backend *be, int idx, struct gpar_device_info *info);
 GPAR__HIDDEN int gpar__cuda_peer_ok(gpar__backend *be, int src_idx, int dst_idx);
@@ -243,6 +242,7 @@ GPAR__HIDDEN int gpar__cuda_graph_begin(gpar__bdev *dev, int lane);
 GPAR__HIDDEN int gpar__cuda_graph_end(gpar__bdev *dev, int lane, void **graph);
 GPAR__HIDDEN int gpar__cuda_graph_launch(gpar__bdev *dev, int lane, void *graph);
 GPAR__HIDDEN void gpar__cuda_graph_destroy(gpar__bdev *dev, void *graph);
+GPAR__HIDDEN void gpar__cuda_graph_shape(gpar__bdev *dev, void *graph, uint64_t *nodes, uint64_t *edges);
 GPAR__HIDDEN int gpar__cuda_graph_copy_ok(gpar__bdev *dev, const gpar__copy_args *a);
 
 /* ---- cuda_nccl.c (built with NCCL only: weak, NULL otherwise): the collective entries ---- */

@@ -56,6 +56,9 @@ const gpar__backend_ops gpar__cuda_backend = {
     .name = "cuda",
     .id = GPAR_BACKEND_CUDA,
     .ordered_by_events = 1,
+    /* Four compute lanes, each with its stream, issuing thread and cuBLAS handle: independent
+     * small ops run beside each other (core/engine/lanes.c says which op goes where). */
+    .lanes_default = 4,
     .open = gpar__cuda_open,
     .close = gpar__cuda_close,
     .device_info = gpar__cuda_device_info,
@@ -96,6 +99,7 @@ const gpar__backend_ops gpar__cuda_backend = {
     .graph_end = gpar__cuda_graph_end,
     .graph_launch = gpar__cuda_graph_launch,
     .graph_destroy = gpar__cuda_graph_destroy,
+    .graph_shape = gpar__cuda_graph_shape,
     .graph_copy_ok = gpar__cuda_graph_copy_ok,
     .kernel_target = gpar__cuda_kernel_target,
     .kernel_ident = gpar__cuda_kernel_ident,

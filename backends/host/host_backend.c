@@ -12,7 +12,8 @@
 #include "backend.h"
 #include "host_internal.h"
 
-static int host_open(const gpar_config *cfg, gpar__backend **be, int *ndev) {
+static int host_open(const gpar_config *cfg, int lanes, gpar__backend **be, int *ndev) {
+  (void)lanes;
   openblas_set_num_threads(1);
   if (!(*be = calloc(1, sizeof **be))) return gpar__errorf(GPAR_ENOMEM, "host: out of host memory");
   snprintf((*be)->cc, sizeof (*be)->cc, "%s", cfg && cfg->kernel_cc ? cfg->kernel_cc : "cc");

@@ -49,9 +49,12 @@ GPAR_API int gpar_config_get(gpar_engine *e, gpar_config *cfg) {
   int st;
   gpar_engine *eng = gpar__engine_enter(e, &st);
   if (!eng) return st;
-  if (cfg)
+  if (cfg) {
     *cfg = eng->cfg;
-  else
+    cfg->lanes = 1;
+    for (int i = eng->ndev - 1; i >= 0; i--) /* what runs: the first GPU's */
+      if (eng->devs[i]->lanes > 0) cfg->lanes = eng->devs[i]->lanes;
+  } else
     st = gpar__errorf(GPAR_EINVAL, "gpar_config_get: cfg is NULL");
   gpar__engine_leave(eng);
   return st;
@@ -78,6 +81,15 @@ GPAR_API int gpar_stats_get(gpar_engine *e, gpar_stats *stats) {
   stats->kernel_memory_hits = atomic_load(&eng->kernel_mem_hits);
   stats->kernel_disk_hits = atomic_load(&eng->kernel_disk_hits);
   stats->kernel_build_us = atomic_load(&eng->kernel_build_ns) / 1000;
+  for (int i = 0; i < eng->ndev; i++) {
+    const gpar__device *dev = eng->devs[i];
+    for (int k = 0; k < dev->lanes; k++) { /* each issuer writes its own; relaxed reads */
+      stats->lane_waits += atomic_load_explicit(&dev->issuer[k].waits, memory_order_relaxed);
+      stats->lane_events += atomic_load_explicit(&dev->issuer[k].events, memory_order_relaxed);
+      stats->lane_handoffs += atomic_load_explicit(&dev->issuer[k].handoffs, memory_order_relaxed);
+      stats->lane_moves += atomic_load_explicit(&dev->issuer[k].moved, memory_order_relaxed);
+    }
+  }
   for (int i = 0; i < eng->ndev; i++) {
     const gpar__device *dev = eng->devs[i];
     uint64_t planned = 0, fallback = 0;

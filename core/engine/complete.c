@@ -51,7 +51,7 @@ void gpar__completer_hand(gpar__device *dev, gpar__op *group) {
 static gpar__op *take_done_locked(gpar__device *dev, int *busy, gpar__op **watch) {
   gpar__op *done = NULL, **done_tail = &done;
   *busy = 0;
-  for (int l = 0; l < dev->nlanes; l++) {
+  for (int l = 0; l < GPAR__NLANES; l++) { /* lanes not in use have no head */
     gpar__op *op;
     gpar__event *seen = NULL; /* a run's ops share their cover's event: query it once */
     int seen_q = 0;
@@ -127,7 +127,7 @@ void *gpar__completer_main(void *arg) {
     }
     stop = !done && !busy && dev->cstop;
     pthread_mutex_unlock(&dev->cmu);
-    for (int l = 0; l < dev->nlanes; l++) /* watchdogs, outside every lock */
+    for (int l = 0; l < GPAR__NLANES; l++) /* watchdogs, outside every lock */
       if (watch[l]) watch[l]->kind->pending(dev, watch[l]);
     if (stop) break;
     if (done) {

@@ -344,7 +344,7 @@ void gpar__op_release_lane(gpar__op *op, gpar__device *local, gpar__op ***local_
     gpar__edge *e = &op->succs.v[i];
     gpar__op *c = e->op;
     if (!(e->flags & GPAR__EDGE_EVENT) || (e->flags & GPAR__EDGE_RELEASED) || c->dev != op->dev ||
-        !gpar__lane_claim(c, op->lane)) /* lanes.c: an open consumer takes op's lane */
+        !gpar__lane_claim(c, op)) /* lanes.c: an open consumer takes op's lane */
       continue;
     e->flags |= GPAR__EDGE_RELEASED;
     release_event_consumer(op, c, e->flags, local, local_tail);

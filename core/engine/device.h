@@ -24,16 +24,23 @@ struct gpar__device {
   gpar__queue *ready;          /* CPU workers' queue, or a GPU's dispatcher 0: copy lanes, compute lane 0 */
   int nthreads;
   pthread_t *threads;          /* dispatchers (GPU: one per compute lane) or workers (CPU) */
-  /* GPU: compute lanes (gpar_config.lanes) and what lanes.c keeps of them; lanes in use run
-   * from 0 to nlanes - 1 (GPAR__LANE_COMPUTE_MORE + lanes - 1). */
-  int lanes, nlanes;
+  /* GPU: compute lanes 0 .. lanes - 1 (decided by gpar_init; the copy lanes come after them:
+   * gpar__lane_in_use) and what lanes.c keeps of them. */
+  int lanes;
   gpar__queue *lane_ready[GPAR__COMPUTE_LANES_MAX]; /* [k]: ready ops of compute lane k's dispatcher ([0]: ready) */
   struct gpar__issuer {
     gpar__device *dev;
     int k;                     /* the compute lane it issues (0: also the copy lanes) */
+    /* counters, written by this issuer only (gpar_stats): event waits across lanes or devices,
+     * events recorded, ops handed to another issuer, ops issued on a compute lane but the first */
+    atomic_ulong waits, events, handoffs, moved;
+    atomic_int issuing;        /* it may call the backend on its lane now (lanes.c's gate) */
+    char pad[64];              /* issuers' counters on cache lines of their own */
   } issuer[GPAR__COMPUTE_LANES_MAX];
   atomic_int load[GPAR__COMPUTE_LANES_MAX]; /* ops given compute lane k and not completed */
   atomic_uint turn;            /* round robin among equally loaded lanes */
+  atomic_ulong launches;       /* ops dispatched on its lanes so far (op->launched) */
+  atomic_int owned;            /* the first dispatcher issues on every compute lane (a graph part) */
   /* completion (event backends): per-lane FIFO of dispatched ops */
   pthread_t completer;
   pthread_mutex_t cmu;

@@ -45,6 +45,11 @@ static void *host_worker(void *arg) {
 
 /* ---------------------------------------------------------------- GPU dispatcher */
 
+/* The issuer of op's lane (the thread that calls this: it dispatches op). */
+static struct gpar__issuer *issuer_of(gpar__device *dev, const gpar__op *op) {
+  return &dev->issuer[gpar__lane_is_compute(op->lane) ? op->lane : 0];
+}
+
 static int record_event(gpar__device *dev, gpar__op *op, unsigned flags, gpar__event **ev) {
   int st = gpar__fault(dev->eng, GPAR__FAULT_EVENT);
   if (!st) st = dev->ops->event_record(dev->bdev, op->lane, flags, ev);
@@ -53,6 +58,7 @@ static int record_event(gpar__device *dev, gpar__op *op, unsigned flags, gpar__e
     return st;
   }
   atomic_fetch_add(&dev->eng->events_live, 1);
+  if (!(flags & GPAR__EVENT_TIMING)) gpar__issuer_count(&issuer_of(dev, op)->events, 1);
   return GPAR_OK;
 }
 
@@ -62,6 +68,8 @@ static void dispatch_one(gpar__device *dev, gpar__op *op, int need_event) {
   const gpar__backend_ops *ops = dev->ops;
   int tracing = dev->eng->tracing;
   int st = GPAR_OK;
+  struct gpar__issuer *me = issuer_of(dev, op);
+  unsigned long waits = 0;
   if (tracing) op->t_taken = gpar__now();
   for (int i = 0; i < op->prods.n; i++) {
     gpar__op *p = op->prods.v[i].op;
@@ -70,8 +78,12 @@ static void dispatch_one(gpar__device *dev, gpar__op *op, int need_event) {
     gpar__event *pe = gpar__op_done_event(p);
     if (!pe) continue; /* the producer synchronised its lane: already complete */
     int w = ops->event_wait(dev->bdev, op->lane, pe);
+    waits++;
     if (w != GPAR_OK && ops->event_sync(pe) != GPAR_OK && st == GPAR_OK) st = w;
   }
+  if (waits) gpar__issuer_count(&me->waits, waits);
+  if (op->lane != GPAR__LANE_COMPUTE && gpar__lane_is_compute(op->lane)) gpar__issuer_count(&me->moved, 1);
+  op->launched = atomic_fetch_add_explicit(&dev->launches, 1, memory_order_relaxed) + 1;
   if (tracing) {
     op->t_dispatch = gpar__now();
     if (ops->event_elapsed) record_event(dev, op, GPAR__EVENT_TIMING, &op->start_event);
@@ -109,7 +121,7 @@ static int needs_own_event(gpar__device *dev, gpar__op *op) {
   for (int i = 0; i < op->succs.n && !need; i++) {
     const gpar__op *c = op->succs.v[i].op;
     int cl = gpar__lane_of(c); /* open (-1): it may still take op's compute lane (lanes.h) */
-    int other = cl >= 0 ? cl != op->lane : gpar__lane_compute_index(op->lane) < 0;
+    int other = cl >= 0 ? cl != op->lane : !gpar__lane_is_compute(op->lane);
     need = (op->succs.v[i].flags & GPAR__EDGE_EVENT) && (c->dev != dev || other);
   }
   gpar__spin_unlock(&op->lock);
@@ -222,7 +234,7 @@ static void look_at_queue(gpar__queue *q, dispatch_todo *t) {
 /* Close the runs of the other lanes that opened GPAR__DISPATCH_GROUP dispatched ops ago. */
 static void close_old_runs(gpar__device *dev, lane_run *run, int lane, unsigned long dispatched,
                            gpar__op ***local_tail) {
-  for (int l = 0; l < dev->nlanes; l++)
+  for (int l = 0; l < GPAR__NLANES; l++)
     if (l != lane && run[l].head && dispatched - run[l].opened >= GPAR__DISPATCH_GROUP)
       close_run(dev, &run[l], local_tail);
 }
@@ -230,9 +242,10 @@ static void close_old_runs(gpar__device *dev, lane_run *run, int lane, unsigned 
 /* Consumers released on this device (a list by ->next): with several compute lanes, those of
  * another dispatcher's lane go to its queue (lanes.c picks the lane of an open one); the rest,
  * in order, to *t. 1 when any stays here. */
-static int keep_released(const struct gpar__issuer *me, dispatch_todo *t, gpar__op *list) {
+static int keep_released(struct gpar__issuer *me, dispatch_todo *t, gpar__op *list) {
   gpar__queue *mine = me->dev->lane_ready[me->k];
   int kept = 0;
+  unsigned long handed = 0;
   if (me->dev->lanes <= 1) {
     fifo_append(&t->released, list);
     return list != NULL;
@@ -243,32 +256,37 @@ static int keep_released(const struct gpar__issuer *me, dispatch_todo *t, gpar__
     gpar__queue *q = gpar__lane_take(op);
     if (q != mine) {
       gpar__queue_push(q, op);
+      handed++;
       continue;
     }
     fifo_append(&t->released, op);
     kept = 1;
   }
+  if (handed) gpar__issuer_count(&me->handoffs, handed);
   return kept;
 }
 
 /* Out of work: close every run (their consumers on this device are released), else wait for
  * the ready queue. 0 when the queue is stopped and empty. */
-static int refill(const struct gpar__issuer *me, lane_run *run, dispatch_todo *t) {
+static int refill(struct gpar__issuer *me, lane_run *run, dispatch_todo *t) {
   gpar__device *dev = me->dev;
   gpar__queue *q = dev->lane_ready[me->k];
   gpar__op *got = gpar__queue_take(q, GPAR__DISPATCH_BATCH);
   if (!got) {
     gpar__op *local = NULL, **local_tail = &local;
-    for (int l = 0; l < dev->nlanes; l++) close_run(dev, &run[l], &local_tail);
+    for (int l = 0; l < GPAR__NLANES; l++) close_run(dev, &run[l], &local_tail);
     if (keep_released(me, t, local)) return 1;
-    if (!(got = gpar__queue_pop(q, GPAR__DISPATCH_BATCH))) return 0;
+    gpar__lane_idle(me, 1); /* a graph part may own every lane while this thread waits */
+    got = gpar__queue_pop(q, GPAR__DISPATCH_BATCH);
+    gpar__lane_idle(me, 0);
+    if (!got) return 0;
   }
   fifo_append(&t->backlog, got);
   return 1;
 }
 
 static void *gpu_dispatcher(void *arg) {
-  const struct gpar__issuer *me = arg;
+  struct gpar__issuer *me = arg;
   gpar__device *dev = me->dev;
   gpar__queue *q = dev->lane_ready[me->k];
   gpar__in_op = 1;
@@ -279,6 +297,7 @@ static void *gpu_dispatcher(void *arg) {
   fifo_init(&t.backlog);
   unsigned long dispatched = 0, looked = 0; /* ops dispatched; when the queue was last looked at */
   for (;;) {
+    gpar__lane_gate(me); /* lanes.h: not while a graph part owns every lane */
     if (dispatched - looked >= GPAR__DISPATCH_GROUP) {
       look_at_queue(q, &t);
       looked = dispatched;
@@ -316,22 +335,8 @@ static void *gpu_dispatcher(void *arg) {
 
 /* ---------------------------------------------------------------- threads of a device */
 
-/* A GPU's compute lanes: a ready queue and an issuer for each (lanes.h); 0 for a CPU. */
-static int lanes_open(gpar__device *dev) {
-  int gpu = dev->ops->ordered_by_events;
-  dev->lanes = gpu ? gpar__lanes_of(&dev->eng->cfg) : 0;
-  dev->nlanes = gpu ? GPAR__LANE_COMPUTE_MORE + dev->lanes - 1 : 0;
-  dev->lane_ready[0] = dev->ready;
-  for (int k = 0; k < dev->lanes; k++) {
-    dev->issuer[k].dev = dev;
-    dev->issuer[k].k = k;
-    if (k && !(dev->lane_ready[k] = gpar__queue_new(1))) return gpar__errorf(GPAR_ENOMEM, "out of host memory for a lane");
-  }
-  return GPAR_OK;
-}
-
 int gpar__device_start(gpar__device *dev) {
-  int st = lanes_open(dev);
+  int st = gpar__lanes_open(dev);
   if (st != GPAR_OK) return st;
   dev->nthreads = dev->ops->ordered_by_events ? dev->lanes : dev->eng->cfg.host_threads;
   dev->threads = calloc((size_t)dev->nthreads, sizeof *dev->threads);
@@ -358,10 +363,7 @@ void gpar__device_join(gpar__device *dev) {
   for (int k = 1; k < GPAR__COMPUTE_LANES_MAX; k++)
     if (dev->lane_ready[k]) gpar__queue_stop(dev->lane_ready[k]);
   for (int i = 0; i < dev->nthreads; i++) pthread_join(dev->threads[i], NULL);
-  for (int k = 1; k < GPAR__COMPUTE_LANES_MAX; k++) {
-    gpar__queue_free(dev->lane_ready[k]);
-    dev->lane_ready[k] = NULL;
-  }
+  gpar__lanes_close(dev);
   free(dev->threads);
   dev->threads = NULL;
   dev->nthreads = 0;

@@ -121,6 +121,10 @@ struct gpar__op {
   gpar__device *dev;
   int lane;                           /* final once it is queued (lanes.h) */
   atomic_int pick;                    /* its lane, or -1 while open (lanes.h); any thread */
+  atomic_int heir;                    /* a consumer took its lane to follow it (lanes.c, rule 1) */
+  unsigned width;                     /* its builder's estimate of its thread blocks or work-groups
+                                         (0: unknown, small): lanes.c, rule 2 */
+  unsigned long launched;             /* its device's count of dispatched ops when it was dispatched */
   gpar__op *next;                     /* ready queue, a dispatcher's list, the op pool */
   gpar__op *lane_next;                /* completion FIFO of its lane */
   atomic_int state;                   /* GPAR__ST_* */

@@ -10,7 +10,7 @@
 #include "engine/device.h"
 #include "engine/trace.h"
 
-static const char *const gpar__lane_names[GPAR__LANE_COMPUTE_MORE] = {"compute", "h2d", "d2h", "peer"};
+static const char *const gpar__lane_names[] = {"h2d", "d2h", "peer"}; /* the copy lanes */
 
 /* Add a retiring op's phases to the sums and, with a trace file, a record (trace_mu held);
  * 0 when there is no room for the record. */
@@ -65,9 +65,10 @@ void gpar__trace_write(gpar_engine *eng) {
     const gpar_device_props *in = &eng->devs[d]->info;
     fprintf(f, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"dev%d %s %s\"}},\n", d, d,
             in->backend, in->name);
-    for (int l = 0; l < GPAR__LANE_COMPUTE_MORE + eng->cfg.lanes - 1; l++) /* compute lane k: "computek" */
-      fprintf(f, "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"%s%.0d\"}},\n", d,
-              l, l < GPAR__LANE_COMPUTE_MORE ? gpar__lane_names[l] : "compute", l < GPAR__LANE_COMPUTE_MORE ? 0 : gpar__lane_compute_index(l));
+    for (int l = 0; l < GPAR__NLANES; l++) /* compute lane k: "computek" (k > 0) */
+      if (gpar__lane_in_use(l, eng->devs[d]->lanes > 1 ? eng->devs[d]->lanes : 1))
+        fprintf(f, "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"%s%.0d\"}},\n",
+                d, l, gpar__lane_is_compute(l) ? "compute" : gpar__lane_names[l - GPAR__LANE_H2D], l);
   }
   pthread_mutex_lock(&eng->trace_mu);
   for (size_t i = 0; i < eng->ntrace; i++) {

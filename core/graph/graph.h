@@ -33,6 +33,7 @@ typedef struct gpar__gnode {
   int *ins;              /* union indices of the buffers it reads from before the part: a launch
                             whose input failed there skips it (and what reads its output) */
   int need_event;        /* a consumer on another lane of the part (or the join) waits on it */
+  int heir;              /* a later node of its part took its compute lane to follow it */
   int host_sync;         /* an H2D copy on a backend that reads host memory at enqueue */
 } gpar__gnode;
 
@@ -44,8 +45,11 @@ struct gpar__graph_part {
   int nacc;
   gpar__access *acc;     /* union of the nodes' accesses */
   int lane_last[GPAR__NLANES]; /* part-local index of the lane's last node, -1 if none */
+  int branches;          /* compute lanes its nodes use (record.c's node_lane) */
   int no_capture;        /* replay op by op (user functions on the GPU, or a capture failed) */
   void *native;          /* backend graph; touched by the device's dispatcher only, until destroy */
+  atomic_ulong native_nodes, native_edges; /* the backend graph's shape, once captured (gpar_graph_info) */
+  atomic_int captured;   /* native is set (gpar_graph_info reads the shape then) */
 };
 
 struct gpar__graph {

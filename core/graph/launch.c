@@ -53,6 +53,26 @@ static int launch_parts(gpar_engine *eng, gpar__graph *g) {
   return gpar__batch_submit(&b, 0);
 }
 
+GPAR_API int gpar_graph_info(gpar_graph *handle, gpar_graph_props *props) {
+  if (!handle || !props) return gpar__errorf(GPAR_EINVAL, "gpar_graph_info: %s is NULL", handle ? "props" : "graph");
+  gpar__graph *g = gpar__graph_get(handle);
+  if (!g) return gpar__errorf(GPAR_EINVAL, "gpar_graph_info: not a live graph (destroyed, or its engine shut down)");
+  memset(props, 0, sizeof *props);
+  props->ops = g->nnodes;
+  props->parts = g->nparts;
+  for (int n = 0; n < g->nparts; n++) {
+    gpar__graph_part *p = &g->parts[n];
+    if (p->branches > props->branches) props->branches = p->branches;
+    if (!atomic_load(&p->captured)) continue;
+    props->native_parts++;
+    props->native_nodes += atomic_load(&p->native_nodes);
+    props->native_edges += atomic_load(&p->native_edges);
+  }
+  if (props->branches < 1) props->branches = 1;
+  gpar__handle_put(gpar__graph_table(), g->slot);
+  return GPAR_OK;
+}
+
 GPAR_API int gpar_graph_launch(gpar_graph *handle) {
   int st;
   if (!handle) return gpar__errorf(GPAR_EINVAL, "gpar_graph_launch: graph is NULL");
@@ -206,6 +226,11 @@ static int capture(gpar__device *dev, gpar__op *part, gpar__graph_part *p, int *
     return st;
   }
   p->native = native;
+  uint64_t nodes = 0, edges = 0;
+  if (ops->graph_shape) ops->graph_shape(dev->bdev, native, &nodes, &edges);
+  atomic_store(&p->native_nodes, nodes);
+  atomic_store(&p->native_edges, edges);
+  atomic_store(&p->captured, 1);
   return GPAR_OK;
 }
 
@@ -260,12 +285,18 @@ static int part_run(gpar__device *dev, gpar__op *op) {
     replayed = 0;
   } else if (!dev->ops->ordered_by_events) {
     st = replay_host(dev, op, p, status);
-  } else if (!replay_only && !p->no_capture && capture(dev, op, p, status, ev) == GPAR_OK) {
-    atomic_fetch_add_explicit(&dev->eng->graph_native, 1, memory_order_relaxed);
-    st = dev->ops->graph_launch(dev->bdev, GPAR__LANE_COMPUTE, p->native);
-    replayed = 0;
   } else {
-    st = replay_gpu(dev, op, p, status, ev, 0);
+    /* Branches on several compute lanes: their streams and BLAS handles are this dispatcher's
+     * while it enqueues or captures the part (core/engine/lanes.h). */
+    if (p->branches > 1) gpar__lanes_own(dev);
+    if (!replay_only && !p->no_capture && capture(dev, op, p, status, ev) == GPAR_OK) {
+      atomic_fetch_add_explicit(&dev->eng->graph_native, 1, memory_order_relaxed);
+      st = dev->ops->graph_launch(dev->bdev, GPAR__LANE_COMPUTE, p->native);
+      replayed = 0;
+    } else {
+      st = replay_gpu(dev, op, p, status, ev, 0);
+    }
+    if (p->branches > 1) gpar__lanes_share(dev);
   }
   if (st != GPAR_OK && replayed) mark_failures(op, p, status);
   if (!small) {

@@ -413,6 +413,34 @@ static int node_edges(builder *B, int i, int L) {
   return st;
 }
 
+/* Node i's compute lane in part L, on a device with several: core/engine/lanes.c's rules at
+ * record time, so the part keeps the DAG's branches (a CUDA graph runs them at once, a replay
+ * issues them on several lanes). A chain stays on one lane: the node takes the lane of its last
+ * recorded producer in the part whose heir it can be (that producer's first follower); else it
+ * starts a branch: on a lane the part does not use yet, else on the one whose last node is the
+ * oldest. Cross-lane edges become events (node_edges). */
+static void node_lane(builder *B, int i, int L) {
+  gpar__graph *g = B->g;
+  gpar__op *op = g->nodes[i].op;
+  gpar__graph_part *p = &g->parts[L];
+  int lanes = op->dev->lanes, j = -1;
+  if (lanes <= 1 || !gpar__lane_is_compute(op->lane)) return;
+  for (int k = 0; k < B->np; k++) {
+    int c = B->prods[k] >> 1;
+    if (g->nodes[c].part == L && gpar__lane_is_compute(g->nodes[c].op->lane) && !g->nodes[c].heir && c > j) j = c;
+  }
+  if (j >= 0) {
+    g->nodes[j].heir = 1;
+    op->lane = g->nodes[j].op->lane;
+    return;
+  }
+  int lane = 0;
+  for (int l = 1; l < lanes; l++)
+    if (p->lane_last[l] < p->lane_last[lane]) lane = l;
+  if (p->lane_last[lane] < 0) p->branches++;
+  op->lane = lane;
+}
+
 /* Place node i: its producers, its part, its accesses and edges there. */
 static int build_node(builder *B, int i) {
   gpar__graph *g = B->g;
@@ -426,6 +454,7 @@ static int build_node(builder *B, int i) {
   B->local[i] = p->nnodes;
   if ((st = int_push(&p->nodes, &p->nnodes, &B->partcap[L], i))) return st;
   if ((st = node_accesses(B, i, L))) return st;
+  node_lane(B, i, L);
   return node_edges(B, i, L);
 }
 

@@ -19,9 +19,6 @@ static const gpar__backend_ops *const gpar__backends[] = {&gpar__host_backend, &
 
 /* ---------------------------------------------------------------- configuration */
 
-/* Compute lanes per GPU when gpar_config.lanes is 0 (the one place to change it). */
-#define GPAR__LANES_DEFAULT 1
-
 /* The one place that reads the environment: the gpar_config fields (cfg non-NULL), and the
  * fault to inject plus the engine's knobs without a config field at gpar_init (eng non-NULL). */
 static void config_from_env(gpar_config *cfg, gpar_engine *eng, const char **fault) {
@@ -92,7 +89,8 @@ static int engine_add_backend(gpar_engine *eng, const gpar__backend_ops *ops) {
   gpar__backend *be = NULL;
   int n = 0;
   char *why = eng->backend_why[GPAR__BACKEND_SLOT(ops->id)];
-  int st = ops->open(&eng->cfg, &be, &n);
+  int lanes = ops->ordered_by_events ? gpar__lanes_of(&eng->cfg, ops->lanes_default) : 0;
+  int st = ops->open(&eng->cfg, lanes, &be, &n);
   if (st != GPAR_OK) {
     snprintf(why, sizeof eng->backend_why[0], "%s", gpar__error_msg());
     /* An absent device (GPAR_ENODEV) is not an error: said only for a backend the caller named. */
@@ -117,6 +115,7 @@ static int engine_add_backend(gpar_engine *eng, const gpar__backend_ops *ops) {
     dev->be = be;
     dev->bidx = i;
     dev->eng = eng;
+    dev->lanes = lanes;
     if (!(dev->ready = gpar__queue_new(ops->ordered_by_events ? 1 : eng->cfg.host_threads))) {
       free(dev);
       return GPAR_ENOMEM;
@@ -130,6 +129,7 @@ static int engine_add_backend(gpar_engine *eng, const gpar__backend_ops *ops) {
       continue;
     }
     dev->index = eng->ndev;
+    dev->info.compute_lanes = lanes;
     eng->devs[eng->ndev++] = dev;
   }
   /* Peer masks: backend-local bits to flat indices. */
@@ -179,8 +179,7 @@ GPAR_API int gpar_init(gpar_engine **out, const gpar_config *cfg) {
     eng->cfg.kernel_cache_dir = default_cache_dir;
   }
   if (!eng->cfg.kernel_cc) eng->cfg.kernel_cc = "cc";
-  if (eng->cfg.lanes <= 0) eng->cfg.lanes = GPAR__LANES_DEFAULT;
-  eng->cfg.lanes = gpar__lanes_of(&eng->cfg);
+  if (eng->cfg.lanes < 0) eng->cfg.lanes = 0; /* 0: each backend's default; the devices say what runs */
   if (eng->cfg.host_threads <= 0) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     eng->cfg.host_threads = n > 0 ? (int)n : 2;
