@@ -213,7 +213,8 @@ EXTRA_DIST += tests/fuzz/run.sh tests/fuzz/api_fuzz.c tests/fuzz/corpus tests/fu
 GPAR_TAP_TESTS += tests/lanes
 tests_lanes_SOURCES = tests/lanes.c $(GPAR_TEST_HDRS)
 tests_lanes_LDADD = libgpar.la
-# lanes_matrix: tests/dag, faults and contention with GPAR_LANES=1, 2 and 4.
+# lanes_matrix: tests/dag, faults, contention, graph and graph_branches at the default lanes and
+# with GPAR_LANES=1, 2 and 4.
 TESTS += tests/lanes_matrix.tap
 CLEANFILES += tests/lanes_matrix.tap tests/lanes-matrix.*.out
 EXTRA_DIST += tests/lanes-matrix.sh
@@ -328,6 +329,11 @@ tests_kernel_errors_SOURCES = tests/kernel_errors.c tests/kernel_util.h $(GPAR_T
 tests_kernel_errors_LDADD = libgpar.la
 tests_kernel_cache_SOURCES = tests/kernel_cache.c tests/kernel_util.h $(GPAR_TEST_HDRS)
 tests_kernel_cache_LDADD = libgpar.la
+# graph_branches: a recorded graph keeps independent branches on different lanes (the same values
+# as eager, its parts' branches, the CUDA graph's edges).
+GPAR_TAP_TESTS += tests/graph_branches
+tests_graph_branches_SOURCES = tests/graph_branches.c tests/kernel_util.h $(GPAR_TEST_HDRS)
+tests_graph_branches_LDADD = libgpar.la
 # kernel_reads: no build reads a file outside its cache key: the spellings a plain scan missed,
 # refused or never stale on any device; the host compiler's -MD guard; a build with fds 0-2 closed.
 GPAR_TAP_TESTS += tests/kernel_reads

@@ -42,7 +42,8 @@ GPAR__HIDDEN gpar__device *gpar__blas_device(gpar_engine *eng, const gpar__blas_
 GPAR__HIDDEN void gpar__blas_release(gpar__blas_opnd *o, int n);
 /* Build the op of kind on the compute lane of o's device with the payload args (size bytes)
  * and hand it each operand whose mode is not 0, then submit it (gpar__api_submit). The
- * references of o go to the op, or are dropped on failure. */
+ * references of o go to the op, or are dropped on failure. Its width (lanes.c) counts a thread
+ * block per 64 x 64 tile of the output o[0]. */
 GPAR__HIDDEN int gpar__blas_submit(gpar_engine *eng, const gpar__op_kind *kind, const void *args, size_t size,
                                    gpar__blas_opnd *o, int n);
 

@@ -110,6 +110,7 @@ int gpar__blas_submit(gpar_engine *eng, const gpar__op_kind *kind, const void *a
     return size <= GPAR__OP_PAYLOAD ? GPAR_ENOMEM : gpar__errorf(GPAR_EINVAL, "%s: arguments too large", kind->name);
   }
   memcpy(gpar__op_args(op), args, size);
+  op->width = gpar__op_width((double)o[0].rows * o[0].cols * (o[0].batch > 0 ? o[0].batch : 1), 4096);
   int st = GPAR_OK;
   for (int i = 0; i < n; i++) {
     if (st == GPAR_OK && o[i].mode)

@@ -29,6 +29,7 @@ GPAR_API int gpar_fill(gpar_buffer dst, size_t off, size_t bytes, unsigned char 
       st = GPAR_ENOMEM;
     } else {
       *(fill_args *)gpar__op_args(op) = (fill_args){b->mem, off, bytes, value};
+      op->width = gpar__op_width((double)bytes, 65536); /* a block per 64 KiB */
       st = gpar__op_use(op, b, GPAR__WRITE);
       b = NULL; /* the op's now */
       if (st == GPAR_OK)

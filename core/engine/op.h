@@ -164,6 +164,13 @@ struct gpar__op {
   _Alignas(16) unsigned char payload[GPAR__OP_PAYLOAD]; /* the kind's arguments */
 };
 
+/* An op's width (lanes.c, rule 2) for `work` items done per_block to a thread block or
+ * work-group, at least 1, saturated. */
+static inline unsigned gpar__op_width(double work, double per_block) {
+  double w = work / per_block;
+  return w < 1 ? 1u : w > 4e9 ? 4000000000u : (unsigned)w;
+}
+
 /* The kind's arguments of op (each kind checks its type's size against GPAR__OP_PAYLOAD). */
 static inline void *gpar__op_args(gpar__op *op) { return op->payload; }
 static inline const void *gpar__op_cargs(const gpar__op *op) { return op->payload; }

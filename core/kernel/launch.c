@@ -134,6 +134,7 @@ static int submit(gpar__kernel *k, gpar__device *dev, gpar__klaunch *L, gpar__bu
   gpar__op *op = gpar__op_new(k->eng, k->kind, dev, GPAR__LANE_COMPUTE);
   if (!op) return gpar__errorf(GPAR_ENOMEM, "gpar_kernel_launch: out of host memory");
   gpar__kernel_ref(k);
+  op->width = gpar__op_width((double)L->groups[0] * L->groups[1] * L->groups[2], 1); /* its work-groups */
   L->k = k;
   *(gpar__klaunch *)gpar__op_args(op) = *L;
   L->more = NULL; /* the op's now */
