@@ -19,7 +19,7 @@ tools_gpar_bench_SOURCES = tools/bench/gpar-bench.c \
 	tools/bench/bench_devices.c tools/bench/bench_json.c tools/bench/bench_meta.c tools/bench/bench_chart.c \
 	tools/bench/bench_trace.c tools/bench/bench_common.c tools/bench/bench_common.h \
 	tools/raw/raw.h tools/raw/raw_host.c tools/raw/raw_nccl.h tools/raw/raw_blas.h tools/raw/raw_blas_host.c tools/raw/raw_kernel.h \
-	tools/raw/raw_kernel_host.c tools/bench/bench_lanes.c tools/raw/raw_lanes.h tools/raw/raw_lanes_team.c tools/bench/bench_array.c tools/bench/bench_train.c tools/raw/raw_array.h tools/raw/raw_array_host.c \
+	tools/raw/raw_kernel_host.c tools/bench/bench_lanes.c tools/bench/bench_branches.c tools/raw/raw_branches.h tools/raw/raw_lanes.h tools/raw/raw_lanes_team.c tools/bench/bench_array.c tools/bench/bench_train.c tools/raw/raw_array.h tools/raw/raw_array_host.c \
 	$(GPAR_TRAIN_SOURCES)
 TOOLS_RAW_CPPFLAGS = -I$(top_srcdir)/examples
 TOOLS_RAW_LIBS =
@@ -31,7 +31,8 @@ endif
 # The hand-written CUDA kernel loops (gpar-bench kernel, array) link NVRTC (libgpar itself only
 # loads it at run time).
 if HAVE_NVRTC_LINK
-tools_gpar_bench_SOURCES += tools/raw/raw_kernel_cuda.c tools/raw/raw_array_cuda.c tools/raw/raw_lanes_cuda.c
+tools_gpar_bench_SOURCES += tools/raw/raw_kernel_cuda.c tools/raw/raw_array_cuda.c tools/raw/raw_lanes_cuda.c \
+	tools/raw/raw_branches_cuda.c
 TOOLS_RAW_LIBS += -lnvrtc
 endif
 if HAVE_NCCL
@@ -47,7 +48,7 @@ TOOLS_RAW_LIBS += $(OPENCL_LIBS)
 endif
 EXTRA_DIST += tools/raw/raw_cuda.c tools/raw/raw_opencl.c tools/raw/raw_nccl.c tools/raw/raw_blas_cuda.c tools/raw/raw_blas_opencl.c \
 	tools/raw/raw_kernel_cuda.c tools/raw/raw_kernel_opencl.c tools/raw/raw_array_cuda.c tools/raw/raw_array_opencl.c \
-	tools/raw/raw_lanes_cuda.c tools/raw/raw_lanes_opencl.c
+	tools/raw/raw_lanes_cuda.c tools/raw/raw_lanes_opencl.c tools/raw/raw_branches_cuda.c
 # `gpar-bench report` reads JSON with jansson; without it the subcommand says it was not built.
 if HAVE_JANSSON
 TOOLS_RAW_CPPFLAGS += -DGPAR_HAVE_JANSSON=1 $(JANSSON_CFLAGS)

@@ -25,6 +25,7 @@ typedef struct bench_opts {
   int breakdown;         /* --breakdown (overhead) */
   const char *workers;   /* --workers 2,4,8,16 (overhead): one engine per CPU worker count */
   const char *lanes;     /* --lanes 1,2,4 (lanes): one engine per compute-lane count */
+  int branches, layers;  /* --branches K --layers L (branches) */
   const char *json_path, *trace_path, *svg_path;
   int all_backends;      /* --all-backends: open every backend, benchmark --backend's */
   const char *sizes;     /* sweep --sizes 64,128,... */
@@ -155,6 +156,11 @@ int bench_sweep(bench_ctx *ctx);  /* bench_sweep.c: opens its own engines */
  * size (GPU 256, CPU 128), iters (2000, 100) and repeat (5) where the options leave them. */
 int bench_lanes(bench_ctx *ctx);
 void bench_lanes_defaults(bench_ctx *ctx);
+/* bench_branches.c: K independent branches of L layers (SGEMM + ReLU) eagerly at the default
+ * lanes and at one, and as a graph, next to the hand CUDA limit (K streams; a CUDA graph on K
+ * streams). bench_branches_defaults: size (GPU 256, CPU 64), steps (200, 10), repeat (5). */
+int bench_branches(bench_ctx *ctx);
+void bench_branches_defaults(bench_ctx *ctx);
 /* --lanes "1,2,4" -> lanes[]: the count, or -1 after printing why. */
 int bench_parse_lanes(const char *spec, int *lanes, int max);
 int bench_report(bench_ctx *ctx); /* bench_report.c (jansson) */

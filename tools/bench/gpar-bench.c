@@ -83,6 +83,11 @@ static void usage(FILE *f) {
           "                (queues) and T BLAS handles for T = each lane count (--raw's T-thread\n"
           "                loop; CUDA, OpenCL); --repeat rounds (default 5). Lanes apply to GPU\n"
           "                backends only: on host every count runs the same path\n"
+          "  branches      K independent branches (--branches, default 4) of L layers (--layers, 8),\n"
+          "                each an SGEMM SIZE^3 (GPU 256) then ReLU in place, issued layer by layer\n"
+          "                across the branches: eagerly at the default compute lanes and at 1, and as\n"
+          "                a graph, next to hand CUDA (1 thread, K streams; a CUDA graph on K streams);\n"
+          "                us per layer and the lane counters (waits, events, hand-offs, moves)\n"
           "  sweep         multi-device and copy-overlap (with the raw loop) over a range of sizes,\n"
           "                on one backend (--backend) or on every device group of every backend;\n"
           "                prints a table, writes --json and an SVG chart (--svg)\n"
@@ -171,7 +176,7 @@ int main(int argc, char **argv) {
 
   enum { O_BACKEND = 256, O_DEVICES, O_SIZE, O_ITERS, O_REPEAT, O_TF32, O_PAGEABLE, O_RAW,
          O_JSON, O_TRACE, O_SVG, O_QUIET, O_ALLBE, O_SIZES, O_LABEL, O_OUTDIR, O_BREAKDOWN, O_GRAPH,
-         O_WORKERS, O_BATCH, O_DTYPE, O_LANES };
+         O_WORKERS, O_BATCH, O_DTYPE, O_LANES, O_BRANCHES, O_LAYERS };
   static const struct option longopts[] = {
       {"backend", required_argument, 0, O_BACKEND}, {"devices", required_argument, 0, O_DEVICES},
       {"size", required_argument, 0, O_SIZE},       {"iters", required_argument, 0, O_ITERS},
@@ -181,6 +186,7 @@ int main(int argc, char **argv) {
       {"svg", required_argument, 0, O_SVG},         {"quiet", no_argument, 0, O_QUIET},
       {"breakdown", no_argument, 0, O_BREAKDOWN}, {"graph", no_argument, 0, O_GRAPH},
       {"workers", required_argument, 0, O_WORKERS}, {"lanes", required_argument, 0, O_LANES},
+      {"branches", required_argument, 0, O_BRANCHES}, {"layers", required_argument, 0, O_LAYERS},
       {"batch", required_argument, 0, O_BATCH},     {"dtype", required_argument, 0, O_DTYPE},
       {"all-backends", no_argument, 0, O_ALLBE},    {"sizes", required_argument, 0, O_SIZES},
       {"label", required_argument, 0, O_LABEL},     {"outdir", required_argument, 0, O_OUTDIR},
@@ -220,6 +226,8 @@ int main(int argc, char **argv) {
     case O_BREAKDOWN: ctx.o.breakdown = 1; break;
     case O_WORKERS: ctx.o.workers = optarg; break;
     case O_LANES: ctx.o.lanes = optarg; break;
+    case O_BRANCHES: ctx.o.branches = atoi(optarg); break;
+    case O_LAYERS: ctx.o.layers = atoi(optarg); break;
     case O_BATCH:
       if ((v = bench_parse_int(optarg, 1, 1000000L)) < 0) {
         fprintf(stderr, "gpar-bench: bad batch count '%s'\n", optarg);
@@ -290,6 +298,8 @@ int main(int argc, char **argv) {
   } else if (!strcmp(ctx.o.subcommand, "lanes")) {
     run = bench_lanes;
     ctx.o.raw = 1; /* always next to the T-thread hand loop */
+  } else if (!strcmp(ctx.o.subcommand, "branches")) {
+    run = bench_branches;
   } else if (!strcmp(ctx.o.subcommand, "sweep")) {
     int rc = bench_sweep(&ctx);
     free(ctx.seen);
@@ -348,6 +358,7 @@ int main(int argc, char **argv) {
     ctx.iters = ctx.o.iters ? ctx.o.iters : ctx.any_gpu ? 50 : 10;
     ctx.repeat = ctx.o.repeat ? ctx.o.repeat : run == bench_kernel ? 5 : 1;
     if (run == bench_lanes) bench_lanes_defaults(&ctx);
+    if (run == bench_branches) bench_branches_defaults(&ctx);
   }
 
   if (!rc && ctx.o.json_path) {
