@@ -137,7 +137,7 @@ GPAR_API void gpar_config_init(gpar_config *cfg);
 
 /* The configuration eng runs with: its gpar_config with the defaults filled in (host_threads,
  * backends, comm_timeout, kernel_cache_dir, kernel_cc, lanes: the compute lanes of its first
- * GPU, 1 without one; each device's are in gpar_device_props.compute_lanes). */
+ * GPU, what was asked for without one; each device's are in gpar_device_props.compute_lanes). */
 GPAR_API int gpar_config_get(gpar_engine *eng, gpar_config *cfg);
 
 /* Create an engine. cfg NULL: defaults plus environment overrides. Devices of every built

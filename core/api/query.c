@@ -51,7 +51,7 @@ GPAR_API int gpar_config_get(gpar_engine *e, gpar_config *cfg) {
   if (!eng) return st;
   if (cfg) {
     *cfg = eng->cfg;
-    cfg->lanes = 1;
+    cfg->lanes = gpar__lanes_of(&eng->cfg, 1); /* no GPU: what was asked for */
     for (int i = eng->ndev - 1; i >= 0; i--) /* what runs: the first GPU's */
       if (eng->devs[i]->lanes > 0) cfg->lanes = eng->devs[i]->lanes;
   } else
