@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""train_torch.py: the PyTorch peer of libgpar's training step (examples/train_mlp.c,
+"""train_torch.py: the PyTorch peer of libgpar's training step (tools/train/train_mlp.c,
 `gpar-bench train`): the same MLP in-hidden-hidden-out with ReLU, softmax cross-entropy and
 plain SGD, the same initial weights and the same minibatches, bit for bit (the counter-based
-generator of examples/train_mlp.h, in numpy, or in torch's int64 without it), TF32 off.
+generator of tools/train/train_mlp.h, in numpy, or in torch's int64 without it), TF32 off.
 Prints the step time eagerly and as one CUDA graph (medians of --repeat rounds with min and
 max; the graph step includes copying the minibatch into the graph's static inputs, as
 libgpar's does) and the loss of step --steps (default 100), eager and through the graph, each

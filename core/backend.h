@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "gpar.h"
+#include "gpar_transport.h"
 
 #define GPAR__HIDDEN __attribute__((visibility("hidden")))
 /* Thread-local state read on every op: the initial-exec model reaches it without a call to

@@ -1,11 +1,14 @@
 /* train.c: Dive into Deep Learning's "Training on Multiple GPUs" in C: an MLP 784-1024-1024-10
  * with ReLU, softmax cross-entropy and plain SGD (lr 0.1), minibatch 256 split across the
- * devices, each layer's gradient allreduced as soon as its backward GEMM is done
- * (train_mlp.c), on fixed-seed synthetic data. Prints the loss every --every steps, eagerly or
- * (--graph) through recorded graphs, and the time apart for: gpar_array_prepare (the array ops'
- * kernels built, or loaded from the disk cache, up front; --no-prepare leaves them to the first
- * step), the first step (what remains of the warm-up: the maps' kernels, cuBLAS/CLBlast plans,
- * memory pools growing) and the steps after it (each waited for: the median, min and max).
+ * devices, each layer's gradient allreduced as soon as its backward GEMM is done, on
+ * fixed-seed synthetic data. The model, its data and initial weights live in tools/train/
+ * (train_mlp.h, train_mlp.c, train_data.c: the convenience library libgpar_train.la, which
+ * `gpar-bench train` and tests/array_train build on too); this file is the program around it.
+ * Prints the loss every --every steps, eagerly or (--graph) through recorded graphs, and the
+ * time apart for: gpar_array_prepare (the array ops' kernels built, or loaded from the disk
+ * cache, up front; --no-prepare leaves them to the first step), the first step (what remains of
+ * the warm-up: the maps' kernels, cuBLAS/CLBlast plans, memory pools growing) and the steps
+ * after it (each waited for: the median, min and max).
  *
  *   train [--devices 0,2 | --all] [--steps 100] [--batch 256] [--in 784] [--hidden 1024]
  *         [--out 10] [--lr 0.1] [--graph] [--every 10] [--no-prepare]
@@ -15,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../tools/train/train_mlp.h"
 #include "gpar.h" /* gpar_now */
-#include "train_mlp.h"
 
 /* The default devices: CUDA GPUs, else OpenCL GPUs, else the CPU. */
 static int default_devices(gpar_engine *eng, int *devs, int max) {
@@ -93,17 +96,24 @@ int main(int argc, char **argv) {
   }
   s.batches = steps < 1 ? 1 : steps < 100 ? steps : 100; /* distinct minibatches, then again from the first */
   gpar_engine *eng;
-  if (gpar_init(&eng, NULL) != GPAR_OK) return fprintf(stderr, "gpar_init: %s\n", gpar_last_error()), 1;
+  int st = gpar_init(&eng, NULL);
+  if (st != GPAR_OK) {
+    fprintf(stderr, "gpar_init: %s (%s)\n", gpar_status_name(st), gpar_last_error());
+    return 1;
+  }
   if (list) ndev = parse_devices(list, devs, 64);
   else if (all) for (ndev = 0; ndev < gpar_device_count(eng) && ndev < 64; ndev++) devs[ndev] = ndev;
   else ndev = default_devices(eng, devs, 64);
   for (int i = 0; i < ndev; i++) {
     gpar_device_props p;
-    if (gpar_device_info(eng, devs[i], &p) != GPAR_OK) return fprintf(stderr, "no device %d\n", devs[i]), 1;
+    if ((st = gpar_device_info(eng, devs[i], &p)) != GPAR_OK) {
+      fprintf(stderr, "device %d: %s (%s)\n", devs[i], gpar_status_name(st), gpar_last_error());
+      return 1;
+    }
     printf("device %d: %s %s\n", devs[i], p.backend, p.name);
   }
   mlp *m = NULL;
-  int st = prep ? prepare(eng, devs, ndev) : GPAR_OK;
+  st = prep ? prepare(eng, devs, ndev) : GPAR_OK;
   if (st == GPAR_OK) st = mlp_create(eng, &s, devs, ndev, &m);
   double t0 = gpar_now(), first = 0, *sec = calloc(steps > 1 ? (size_t)steps : 1, sizeof *sec);
   if (st == GPAR_OK && graph && (st = mlp_record(m)) == GPAR_OK)

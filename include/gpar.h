@@ -26,7 +26,24 @@
  *   And it is applied whole or not at all: a call that fails while it is being built (no pinned
  *   staging for a later chunk, no memory) returns its error with nothing enqueued, and one that
  *   gpar_shutdown meets is either accepted whole (it runs during the drain) or refused with
- *   GPAR_ESHUTDOWN with nothing applied (a refused gpar_read wrote nothing into user memory). */
+ *   GPAR_ESHUTDOWN with nothing applied (a refused gpar_read wrote nothing into user memory).
+ *
+ * Contents (each a section below):
+ *   1. Status codes, errors and the clock
+ *   2. The engine and its configuration
+ *   3. Devices
+ *   4. Buffers and transfers
+ *   5. Waits and user functions
+ *   6. Element types and reductions
+ *   7. BLAS
+ *   8. Graphs: record once, replay many
+ *   9. Portable kernels
+ *  10. Array ops
+ *  11. Elementwise maps
+ *  12. Communicators and collectives
+ *  13. Diagnostics: counters, breakdowns, backend and pinned status, fault injection
+ * The kernel dialect's reference is the manual page gpar-kernel(7); what libgpar_mpi and
+ * other transports use to run collectives across processes is in gpar_transport.h. */
 #ifndef GPAR_H
 #define GPAR_H
 
@@ -43,26 +60,30 @@ extern "C" {
 #define GPAR_API
 #endif
 
+/* =========================================================================================================
+ * 1. Status codes, errors and the clock
+ * ========================================================================================================= */
+
 /* Status codes: one X-macro gives the enum and the names (see gpar_strerror).
  * X(name, value, description) */
-#define GPAR_STATUS_MAP(X)                                                          \
-  X(OK, 0, "success")                                                               \
-  X(EINVAL, -1, "invalid argument")                                                 \
-  X(ENOMEM, -2, "out of host memory")                                               \
-  X(EDEVMEM, -3, "out of device memory")                                            \
-  X(ENODEV, -4, "no such device")                                                   \
-  X(ERANGE, -5, "offset or size out of range")                                      \
-  X(EBADBUF, -6, "invalid or released buffer")                                      \
-  X(EENGINE, -7, "buffer belongs to another engine")                                \
-  X(EALIAS, -8, "an output aliases an input")                                       \
-  X(EDEPFAILED, -9, "an operation this one depends on failed")                      \
-  X(EDEADLK, -10, "wait called from inside an operation")                           \
-  X(ENOTSUP, -11, "not supported by this device")                                   \
-  X(EBACKEND, -12, "device or vendor library error")                                \
-  X(ESHUTDOWN, -13, "engine is shut down")                                          \
-  X(EFAULT, -14, "injected fault")                                                  \
-  X(ETIMEDOUT, -15, "timed out")                                                    \
-  X(ERECORDING, -16, "not allowed while this thread records a graph")                \
+#define GPAR_STATUS_MAP(X)                                            \
+  X(OK, 0, "success")                                                 \
+  X(EINVAL, -1, "invalid argument")                                   \
+  X(ENOMEM, -2, "out of host memory")                                 \
+  X(EDEVMEM, -3, "out of device memory")                              \
+  X(ENODEV, -4, "no such device")                                     \
+  X(ERANGE, -5, "offset or size out of range")                        \
+  X(EBADBUF, -6, "invalid or released buffer")                        \
+  X(EENGINE, -7, "buffer belongs to another engine")                  \
+  X(EALIAS, -8, "an output aliases an input")                         \
+  X(EDEPFAILED, -9, "an operation this one depends on failed")        \
+  X(EDEADLK, -10, "wait called from inside an operation")             \
+  X(ENOTSUP, -11, "not supported by this device")                     \
+  X(EBACKEND, -12, "device or vendor library error")                  \
+  X(ESHUTDOWN, -13, "engine is shut down")                            \
+  X(EFAULT, -14, "injected fault")                                    \
+  X(ETIMEDOUT, -15, "timed out")                                      \
+  X(ERECORDING, -16, "not allowed while this thread records a graph") \
   X(EBUILD, -17, "kernel build failed")
 
 /* Every call that can fail returns one of these (GPAR_OK is zero, errors are negative). */
@@ -80,9 +101,17 @@ GPAR_API const char *gpar_status_name(int status);
  * error names, the failure a wait reported); "" when none. Valid until the thread's next call. */
 GPAR_API const char *gpar_last_error(void);
 
+/* Record status and msg as the calling thread's last error (what gpar_last_error returns, and
+ * what an op's failure carries when called inside a user function); returns status. */
+GPAR_API int gpar_error_set(int status, const char *msg);
+
 /* Seconds on the monotonic clock libgpar uses for traces, timeouts and benchmarks (an arbitrary
  * origin: subtract two readings). Thread-safe; needs no engine. */
 GPAR_API double gpar_now(void);
+
+/* =========================================================================================================
+ * 2. The engine and its configuration
+ * ========================================================================================================= */
 
 /* An engine: devices, buffers and the dependency tracker. Opaque: a gpar_engine pointer is a
  * handle, not an address, and the process never hands out the same one twice, so a shut-down
@@ -102,17 +131,18 @@ typedef struct gpar_buffer {
 
 /* Engine options. Initialise with gpar_config_init, then change fields. */
 typedef struct gpar_config {
-  int synchronous;      /* 1: every op completes before its submit returns (debugging). env GPAR_SYNC */
-  int host_threads;     /* CPU worker threads; 0: one per core. env GPAR_HOST_THREADS */
-  int tf32;             /* 1: allow TF32 tensor-core math for sgemm on GPUs. env GPAR_TF32 */
-  unsigned backends;    /* bit mask of GPAR_BACKEND_*; 0: all built. env GPAR_BACKENDS=host,cuda,opencl */
-  const char *trace_path; /* non-NULL: write a Chrome trace-event JSON here at shutdown ("": time ops, no file). env GPAR_TRACE */
-  size_t pinned_limit;  /* most bytes of pinned host memory the pool may hold; 0: no limit. env GPAR_PINNED_LIMIT_MB */
-  int quiet;            /* 1: no diagnostics on stderr about absent devices. env GPAR_QUIET */
-  int cublaslt;         /* CUDA sgemm/dgemm: 0 (default) or 1: through cublasLt plans cached per shape, with
+  int synchronous;   /* 1: every op completes before its submit returns (debugging). env GPAR_SYNC */
+  int host_threads;  /* CPU worker threads; 0: one per core. env GPAR_HOST_THREADS */
+  int tf32;          /* 1: allow TF32 tensor-core math for sgemm on GPUs. env GPAR_TF32 */
+  unsigned backends; /* bit mask of GPAR_BACKEND_*; 0: all built. env GPAR_BACKENDS=host,cuda,opencl */
+  /* non-NULL: write a Chrome trace-event JSON here at shutdown ("": time ops, no file). env GPAR_TRACE */
+  const char *trace_path;
+  size_t pinned_limit; /* most bytes of pinned host memory the pool may hold; 0: no limit. env GPAR_PINNED_LIMIT_MB */
+  int quiet;           /* 1: no diagnostics on stderr about absent devices. env GPAR_QUIET */
+  int cublaslt;        /* CUDA sgemm/dgemm: 0 (default) or 1: through cublasLt plans cached per shape, with
                            cublasSgemm/Dgemm where cublasLt has no algorithm; -1: cublasSgemm/Dgemm always.
                            env GPAR_CUBLASLT=0 gives -1, =1 gives 1 */
-  double comm_timeout;  /* seconds before a communicator's operation that does not complete fails (libgpar_mpi) or
+  double comm_timeout; /* seconds before a communicator's operation that does not complete fails (libgpar_mpi) or
                            is named and aborted (NCCL); 0: 300. env GPAR_COMM_TIMEOUT */
   /* Kernels (gpar_kernel_*). Strings must stay valid while the engine lives. */
   const char *kernel_cache_dir; /* disk cache of built kernels; NULL: $XDG_CACHE_HOME/gpar, else $HOME/.cache/gpar;
@@ -151,29 +181,33 @@ GPAR_API int gpar_init(gpar_engine **eng, const gpar_config *cfg);
  * GPAR_EBADBUF: engine and buffer handles carry serials the process never reuses. */
 GPAR_API int gpar_shutdown(gpar_engine *eng);
 
+/* =========================================================================================================
+ * 3. Devices
+ * ========================================================================================================= */
+
 /* Kind of device. */
 typedef enum { GPAR_DEVICE_CPU = 0, GPAR_DEVICE_GPU = 1, GPAR_DEVICE_OTHER = 2 } gpar_device_type;
 
 /* What gpar_device_info reports about one device of the flat list. (The typedef is named
  * gpar_device_props because C cannot give a type and the function the same ordinary name.) */
 typedef struct gpar_device_info {
-  char backend[16];       /* "host", "cuda" or "opencl" */
-  int backend_id;         /* GPAR_BACKEND_* */
-  int backend_index;      /* index of the device within its backend */
-  char vendor[64];        /* e.g. "NVIDIA Corporation" */
-  char name[128];         /* e.g. "NVIDIA H200" */
-  gpar_device_type type;  /* CPU or GPU */
-  uint64_t memory_bytes;  /* global memory */
-  int copy_engines;       /* asynchronous copy engines (0 when unknown) */
-  int compute_units;      /* SMs or compute units */
-  uint64_t peer_mask;     /* bit j set: direct copies to device j of the flat list (j < 64) */
+  char backend[16];      /* "host", "cuda" or "opencl" */
+  int backend_id;        /* GPAR_BACKEND_* */
+  int backend_index;     /* index of the device within its backend */
+  char vendor[64];       /* e.g. "NVIDIA Corporation" */
+  char name[128];        /* e.g. "NVIDIA H200" */
+  gpar_device_type type; /* CPU or GPU */
+  uint64_t memory_bytes; /* global memory */
+  int copy_engines;      /* asynchronous copy engines (0 when unknown) */
+  int compute_units;     /* SMs or compute units */
+  uint64_t peer_mask;    /* bit j set: direct copies to device j of the flat list (j < 64) */
   /* Versions, for benchmark records ("" when unknown). driver_version: the vendor driver (CUDA:
    * cudaDriverGetVersion as "13.0"; OpenCL: CL_DRIVER_VERSION). runtime_version: the runtime
    * and BLAS the backend calls (e.g. "CUDA runtime 13.0, cuBLAS 13.0.2"; "CLBlast 1.5.3;
    * OpenCL 3.0 PoCL ..." from the platform; the host's openblas_get_config()). */
   char driver_version[64];
   char runtime_version[128];
-  int compute_lanes;      /* GPU: compute lanes (streams or queues) the engine spreads independent ops over; CPU 0 */
+  int compute_lanes; /* GPU: compute lanes (streams or queues) the engine spreads independent ops over; CPU 0 */
 } gpar_device_props;
 
 /* Number of devices in the flat list (host CPU included); negative status on error. */
@@ -183,6 +217,10 @@ GPAR_API int gpar_device_info(gpar_engine *eng, int dev, gpar_device_props *info
 /* First device index of the given backend and type (-1 for any type), skipping `skip` matches;
  * GPAR_ENODEV when there is none. A convenience for picking "the i-th GPU". */
 GPAR_API int gpar_device_find(gpar_engine *eng, int backend_id, int type, int skip);
+
+/* =========================================================================================================
+ * 4. Buffers and transfers
+ * ========================================================================================================= */
 
 /* Allocate bytes (> 0) on device dev, or pinned host memory with dev = GPAR_HOST.
  * Device memory comes from a pool or a stream-ordered allocator: creating never waits on a
@@ -216,45 +254,9 @@ GPAR_API int gpar_read(gpar_buffer src, size_t off, void *user_ptr, size_t bytes
 /* Set bytes of dst from off to the byte value. Returns at once. */
 GPAR_API int gpar_fill(gpar_buffer dst, size_t off, size_t bytes, unsigned char value);
 
-/* Transpose flags for the GEMMs. */
-typedef enum { GPAR_NO_TRANS = 0, GPAR_TRANS = 1 } gpar_trans;
-
-/* C = alpha * op(A) * op(B) + beta * C in BLAS column-major form, on C's device. Offsets and
- * leading dimensions are in elements. A and B must live on C's device (or all three in host
- * memory). C may not overlap A or B (GPAR_EALIAS). beta == 0 makes C write-only.
- * Every operand is range-checked even when no element of it is read (k == 0 leaves A and B
- * unread, m or n == 0 all three): an empty matrix's offset must be at most its buffer's size
- * in elements, else GPAR_ERANGE. k == 0 computes C = beta * C. */
-GPAR_API int gpar_sgemm(gpar_trans trans_a, gpar_trans trans_b, int m, int n, int k,
-                        float alpha, gpar_buffer a, size_t a_off, int lda,
-                        gpar_buffer b, size_t b_off, int ldb,
-                        float beta, gpar_buffer c, size_t c_off, int ldc);
-/* Double-precision form of gpar_sgemm; GPAR_ENOTSUP on devices without fp64. */
-GPAR_API int gpar_dgemm(gpar_trans trans_a, gpar_trans trans_b, int m, int n, int k,
-                        double alpha, gpar_buffer a, size_t a_off, int lda,
-                        gpar_buffer b, size_t b_off, int ldb,
-                        double beta, gpar_buffer c, size_t c_off, int ldc);
-
-/* Native handles passed to a user function (gpar_submit). */
-typedef struct gpar_native {
-  const char *backend;   /* "host", "cuda" or "opencl" */
-  int device;            /* device index in the flat list */
-  int backend_index;     /* device index within its backend (CUDA ordinal, ...) */
-  void *stream;          /* cudaStream_t, cl_command_queue, or NULL on the CPU */
-  void *context;         /* cl_context on OpenCL (shared by every engine of the process: do not release it), else NULL */
-  void *blas;            /* cublasHandle_t on CUDA, else NULL */
-} gpar_native;
-
-/* A user operation. On the CPU it runs to completion; on a GPU it must only enqueue work on
- * native->stream (the engine records completion after it). Return GPAR_OK or an error. It must
- * not call gpar_wait/gpar_read (they return GPAR_EDEADLK there). */
-typedef int (*gpar_user_fn)(const gpar_native *native, void *arg);
-
-/* Run fn(native, arg) on device dev (GPAR_HOST: the CPU) after the ops it depends on through
- * its read and write sets. A buffer in both sets is read-write; listed twice is fine. */
-GPAR_API int gpar_submit(gpar_engine *eng, int dev, gpar_user_fn fn, void *arg,
-                         const gpar_buffer *reads, int nreads,
-                         const gpar_buffer *writes, int nwrites);
+/* =========================================================================================================
+ * 5. Waits and user functions
+ * ========================================================================================================= */
 
 /* Wait for every submitted op that writes buf; return the status of the last writer
  * (GPAR_EDEPFAILED when it was skipped because its input had failed). A failed buffer stays
@@ -264,197 +266,41 @@ GPAR_API int gpar_wait(gpar_buffer buf);
 /* Wait for everything submitted so far; return the first error since the last wait_all. */
 GPAR_API int gpar_wait_all(gpar_engine *eng);
 
-/* Counters of one engine, for tests and monitoring. */
-typedef struct gpar_stats {
-  uint64_t ops_submitted;   /* ops accepted */
-  uint64_t ops_completed;   /* ops retired (any status) */
-  uint64_t ops_failed;      /* ops retired with an error (skipped ones included) */
-  uint64_t ops_in_flight;   /* submitted, not yet retired */
-  uint64_t buffers_live;    /* buffers not yet freed (released ones with pending ops included) */
-  uint64_t pinned_bytes_pool; /* pinned host bytes held by the pool (free + in use) */
-  uint64_t events_live;     /* backend events held by the engine's ops (pools not counted) */
-  uint64_t graph_native_launches; /* graph parts run as one backend graph (CUDA graph) */
-  uint64_t gemm_lt_calls;     /* CUDA GEMMs (plain, strided-batched, f16/bf16) enqueued through a cached cublasLt
-                                 plan (captured: once) */
-  uint64_t gemm_lt_fallbacks; /* CUDA GEMMs enqueued by cuBLAS's own call instead (cublasSgemm/Dgemm, their
-                                 StridedBatched forms, cublasGemmEx: GPAR_CUBLASLT=0, or no cublasLt algorithm
-                                 for the shape); alpha == 0 or k == 0 count in neither */
-  uint64_t kernels_live;       /* kernel objects not yet freed (released ones with launches in flight included) */
-  uint64_t kernel_launches;    /* kernel launches accepted (recorded ones included) */
-  uint64_t kernel_builds;      /* kernel binaries compiled from source (one per source and device target) */
-  uint64_t kernel_memory_hits; /* kernel builds served by the engine's memory cache (another kernel, same text) */
-  uint64_t kernel_disk_hits;   /* kernel builds served by the disk cache */
-  uint64_t kernel_build_us;    /* microseconds spent compiling and loading kernels (disk hits included) */
-  /* How the GPUs' compute lanes were used (eager ops; a graph part counts as one op): */
-  uint64_t lane_waits;    /* waits of a lane on an event of another lane or device (cross-lane edges) */
-  uint64_t lane_events;   /* events recorded after ops (for consumers elsewhere, or to close a run of 8) */
-  uint64_t lane_handoffs; /* ops one lane's issuing thread handed to another's */
-  uint64_t lane_moves;    /* ops issued on a compute lane other than the first */
-} gpar_stats;
+/* Native handles passed to a user function (gpar_submit). */
+typedef struct gpar_native {
+  const char *backend; /* "host", "cuda" or "opencl" */
+  int device;          /* device index in the flat list */
+  int backend_index;   /* device index within its backend (CUDA ordinal, ...) */
+  void *stream;        /* cudaStream_t, cl_command_queue, or NULL on the CPU */
+  void *context;       /* cl_context on OpenCL (shared by every engine of the process: do not release it), else NULL */
+  void *blas;          /* cublasHandle_t on CUDA, else NULL */
+} gpar_native;
 
-/* Snapshot of the engine's counters. */
-GPAR_API int gpar_stats_get(gpar_engine *eng, gpar_stats *stats);
+/* A user operation. On the CPU it runs to completion; on a GPU it must only enqueue work on
+ * native->stream (the engine records completion after it). Return GPAR_OK or an error. It must
+ * not call gpar_wait/gpar_read (they return GPAR_EDEADLK there). */
+typedef int (*gpar_user_fn)(const gpar_native *native, void *arg);
 
-/* Fault injection for tests: make the nth (1-based) later backend call of `kind` fail with
- * GPAR_EFAULT; n = 0 clears it. Kinds: "alloc", "pinned", "copy", "gemm" (every BLAS call), "fill", "user",
- * "event", "completion", "register", "build" (a kernel build that is no memory-cache hit: compile
- * or disk-cache load), "capture" (a graph part's capture into a backend graph
- * fails after its ops were captured: the part then replays op by op, without error). Also set by
- * env GPAR_FAULT=kind:n at gpar_init. */
-GPAR_API int gpar_fault_inject(gpar_engine *eng, const char *kind, unsigned long n);
+/* Run fn(native, arg) on device dev (GPAR_HOST: the CPU) after the ops it depends on through
+ * its read and write sets. A buffer in both sets is read-write; listed twice is fine. */
+GPAR_API int gpar_submit(gpar_engine *eng, int dev, gpar_user_fn fn, void *arg, const gpar_buffer *reads, int nreads,
+                         const gpar_buffer *writes, int nwrites);
 
-/* ---- Backend status: how many devices each backend gave, or why none ---- */
+/* =========================================================================================================
+ * 6. Element types and reductions
+ * ========================================================================================================= */
 
-/* Number of devices of backend backend_id (a GPAR_BACKEND_* value) in eng, in *ndev, and in
- * *reason why it has none: "" when it has devices, else "not built into this libgpar", "not
- * requested (...)" or the backend's own words, e.g. "cuda: no device: cudaGetDeviceCount:
- * cudaErrorInsufficientDriver". When some of its devices could not be opened, *reason says
- * which and why. An absent device is not an error: gpar_init prints such a reason on stderr
- * only for a backend the caller named (GPAR_BACKENDS or gpar_config.backends). *reason stays
- * valid until gpar_shutdown; ndev or reason may be NULL. GPAR_EINVAL for an unknown id. */
-GPAR_API int gpar_backend_status(gpar_engine *eng, int backend_id, int *ndev, const char **reason);
-
-/* ---- Pinned host memory across backends: who allocates GPAR_HOST memory, who registers it ---- */
-
-/* GPAR_HOST memory comes from one backend's pinned allocator (the provider) and is registered
- * with every other open GPU backend, so copies to and from it run at the pinned rate on every
- * device. In *provider the GPAR_BACKEND_* value of the provider (0: plain host memory), in
- * *registered the GPAR_BACKEND_* bits of the backends that register each block, in *reason ""
- * or why a registration was refused (the block then stays usable there through slower staged
- * copies; logged once). Env GPAR_PINNED_PROVIDER=cuda|opencl|host picks the provider at
- * gpar_init. Fault kind "register" (gpar_fault_inject) makes a registration fail. *reason stays
- * valid until gpar_shutdown; any pointer may be NULL. */
-GPAR_API int gpar_pinned_status(gpar_engine *eng, int *provider, unsigned *registered, const char **reason);
-/* ---------------------------------------------------------------- communicators and collectives
- * A communicator is a set of member devices; a collective takes one buffer per member
- * (bufs[i] on member i's device; on the CPU member a GPAR_HOST buffer is fine too), an element
- * offset per member (offs NULL: all 0) and an element count. It is ordered with every other op
- * on those buffers like any op: it starts once their earlier writers (and, for the buffers it
- * writes, earlier readers) are done, and later ops see its result.
- * Rules:
- * - Collectives of one communicator run in the order they were issued, on every member, never
- *   reordered by the engine even when their inputs become ready in another order (each one
- *   writes a hidden per-member token); one collective's members are issued together, so two
- *   threads issuing collectives on one communicator never interleave them. Across processes
- *   (gpar_mpi.h) every rank must issue the same collectives in the same order. On the staged
- *   path (below) this holds for every kind alike: nothing a collective writes starts before the
- *   previous collective of the communicator has finished writing (only its copies of inputs
- *   into private staging may start earlier).
- * - Collectives are not recorded into graphs: called while the thread records a graph on the
- *   communicator's engine they return GPAR_ERECORDING, nothing issued.
- * - One collective is one step in its buffers' order (see "one call, one step"): another
- *   thread's write of a member lands before all of its steps or after all of them, never
- *   between a staged collective's copy-in and its copy-back.
- * - A failure (a vendor error, or an input whose writer failed) reaches the buffers the
- *   collective writes: gpar_wait on them reports it. In synchronous mode (GPAR_SYNC=1) a
- *   collective returns once done, with the first failure of its steps.
- * - Results: MAX and MIN follow C's fmax and fmin (NCCL's rule) on every path and for every
- *   member order: a NaN loses to a number, so an element is NaN only where every member holds
- *   NaN (which NaN, and which of -0 and +0 wins between zeros of both signs, is unspecified).
- *   Sums add in an order of the path's choosing (NCCL's ring or tree, the staged path's member
- *   order, MPI's algorithm): float and double sums may differ in the last bits between paths,
- *   member counts and orders; sums that are exact (small integers, multiples of a power of two)
- *   agree everywhere.
- * - A backend collective (NCCL) that fails asynchronously (ncclCommGetAsyncError) or is not
- *   complete after gpar_config.comm_timeout seconds (GPAR_COMM_TIMEOUT, default 300) is named on
- *   stderr and its communicator is aborted (ncclCommAbort on every member, as PyTorch's watchdog
- *   does): that collective fails with GPAR_ETIMEDOUT (or the failure) at the waits on the
- *   buffers it writes, which are handed on only after the abort has returned; every later
- *   collective on the communicator fails the same way; gpar_comm_destroy and gpar_shutdown
- *   return.
- * - NCCL needs every GPU to enqueue the collectives it shares with other GPUs in one order:
- *   two communicators over the same GPUs must not have collectives in flight at once unless
- *   data orders them (e.g. the second reads what the first wrote), or NCCL may deadlock.
- * - Element types: all five gpar_dtype values on every path of one process. NCCL takes them
- *   natively (ncclFloat16, ncclBfloat16, ncclInt32); the staged path's CPU reduction sums f16 and
- *   bf16 in f32 over all members and rounds once to nearest even, compares them in f32 for MAX
- *   and MIN (the NaN rule above), and sums int32 exactly, wrapping modulo 2^32 as NCCL does.
- *   Across processes (gpar_mpi.h) only GPAR_FLOAT and GPAR_DOUBLE: others are refused there
- *   with GPAR_ENOTSUP, nothing issued.
- * - Paths: CUDA members of one process with NCCL built use NCCL (a non-blocking clique made with
- *   ncclCommInitRankConfig, one stream per device: the peer lane). Every other set (CPU, OpenCL, mixed, CUDA without NCCL) is staged
- *   through GPAR_HOST memory with the engine's copies and one reduction op on the CPU. */
-
-/* A communicator handle: a slot and a serial the process never reuses, so a destroyed, stale
- * or foreign handle is refused (GPAR_EINVAL) forever, never dereferenced. */
-typedef struct gpar_comm {
-  uint64_t id; /* opaque; 0 is never valid */
-} gpar_comm;
-
-/* Element types (collectives, mixed-precision GEMM, array ops); GPAR_HALF and GPAR_BFLOAT16 are IEEE binary16 and bfloat16 storage, uint16_t in memory. */
+/* Element types (collectives, mixed-precision GEMM, array ops); GPAR_HALF and GPAR_BFLOAT16 are
+ * IEEE binary16 and bfloat16 storage, uint16_t in memory. */
 typedef enum { GPAR_FLOAT = 0, GPAR_DOUBLE = 1, GPAR_HALF = 2, GPAR_BFLOAT16 = 3, GPAR_INT32 = 4 } gpar_dtype;
-/* Reductions of collectives. */
+
+/* Reductions: of collectives (gpar_allreduce ...) and of array reductions (gpar_reduce_range ...). */
 typedef enum { GPAR_SUM = 0, GPAR_MAX = 1, GPAR_MIN = 2 } gpar_redop;
 
-/* Create a communicator over ndevs distinct devices of eng (indices of the flat list). */
-GPAR_API int gpar_comm_create(gpar_engine *eng, const int *devs, int ndevs, gpar_comm *comm);
-/* The handle is invalid at once (new collectives on it get GPAR_EINVAL); then wait for the
- * collectives already issued, and free the communicator with its NCCL or transport state.
- * GPAR_EDEADLK from inside an op (it would wait for itself); GPAR_ESHUTDOWN while its engine
- * shuts down (gpar_shutdown destroys the engine's communicators after its drain). */
-GPAR_API int gpar_comm_destroy(gpar_comm comm);
-/* Members in all (nmembers), and this process's members: global indices first_local ..
- * first_local + nlocal - 1 (one process: 0 and nmembers). Any pointer may be NULL. */
-GPAR_API int gpar_comm_info(gpar_comm comm, int *nmembers, int *first_local, int *nlocal);
-
-/* Every member's bufs[i][offs[i] .. +count) becomes the element-wise reduction over members. */
-GPAR_API int gpar_allreduce(gpar_comm comm, const gpar_buffer *bufs, const size_t *offs, size_t count,
-                            gpar_dtype dtype, gpar_redop op);
-/* Every member's range becomes member `root`'s (a global member index). */
-GPAR_API int gpar_broadcast(gpar_comm comm, const gpar_buffer *bufs, const size_t *offs, size_t count,
-                            gpar_dtype dtype, int root);
-/* In place, NCCL's layout: each range holds nmembers blocks of count elements; afterwards member
- * r's block r holds the reduction of every member's block r (other blocks: unspecified). */
-GPAR_API int gpar_reduce_scatter(gpar_comm comm, const gpar_buffer *bufs, const size_t *offs, size_t count,
-                                 gpar_dtype dtype, gpar_redop op);
-/* In place: each range holds nmembers blocks of count elements; member r contributes its block
- * r, and afterwards every member holds all blocks. */
-GPAR_API int gpar_all_gather(gpar_comm comm, const gpar_buffer *bufs, const size_t *offs, size_t count,
-                             gpar_dtype dtype);
-
-/* Transports (for libgpar_mpi; applications do not need these). A transport runs the
- * collectives of a communicator whose members span processes; the core checks every argument
- * (handles, ranges, devices) before calling it, with offs never NULL. */
-typedef enum { GPAR_COLL_ALLREDUCE, GPAR_COLL_BROADCAST, GPAR_COLL_REDUCE_SCATTER, GPAR_COLL_ALL_GATHER } gpar_coll_kind;
-/* One collective as the transport receives it (bufs/offs: this process's nlocal members). */
-typedef struct gpar_coll {
-  gpar_coll_kind kind;
-  const gpar_buffer *bufs;
-  const size_t *offs;
-  size_t count;
-  gpar_dtype dtype;
-  gpar_redop op;
-  int root; /* broadcast: global member index */
-} gpar_coll;
-/* A transport's entry points: collective submits the work (engine ops) and returns at once;
- * destroy frees ctx after its ops are done. */
-typedef struct gpar_comm_transport {
-  int (*collective)(void *ctx, const gpar_coll *coll);
-  void (*destroy)(void *ctx);
-} gpar_comm_transport;
-/* Create a communicator of nmembers members, of which this process holds devs[0..ndevs-1] as
- * global members first_local.., run by transport t with context ctx. */
-GPAR_API int gpar_comm_create_transport(gpar_engine *eng, const int *devs, int ndevs, int nmembers, int first_local,
-                                        const gpar_comm_transport *t, void *ctx, gpar_comm *comm);
-/* The ctx of a live transport communicator in *ctx, held: comm's destroy (and gpar_shutdown)
- * waits for the hold before it frees ctx, so ctx stays valid until the matching
- * gpar_comm_transport_ctx_put. GPAR_EINVAL (*ctx NULL) for a destroyed, invalid or stale handle
- * or one without a transport (gpar_last_error says which), and when the thread holds 16 already.
- * Hold it for the length of a call; the holding thread must not destroy comm or shut its engine
- * down (they would wait for it). */
-GPAR_API int gpar_comm_transport_ctx_get(gpar_comm comm, void **ctx);
-/* Drop the hold of a successful gpar_comm_transport_ctx_get(comm, ...) made by this thread: once
- * per such call. GPAR_EINVAL, with nothing dropped, when this thread holds none of comm's (a put
- * after a failed get, a second put, another thread's hold, a handle never used). */
-GPAR_API int gpar_comm_transport_ctx_put(gpar_comm comm);
-/* Record status and msg as the calling thread's last error (what gpar_last_error returns, and
- * what an op's failure carries when called inside a user function); returns status. */
-GPAR_API int gpar_error_set(int status, const char *msg);
 /* Size in bytes of one element of dtype (0 for an unknown type). */
 GPAR_API size_t gpar_dtype_size(gpar_dtype dtype);
 
-/* ---- Element conversions on the host ----
- * f32 to f16 and to bf16 round to nearest, ties to even (as cuBLAS, CUDA's __float2half_rn and
+/* f32 to f16 and to bf16 round to nearest, ties to even (as cuBLAS, CUDA's __float2half_rn and
  * OpenCL's vstore_half_rte do); f16 overflow gives infinity, f16 underflow gives subnormals and
  * zero with the sign kept. f16 and bf16 to f32 are exact. NaNs follow numpy's rule, the same bits
  * as kernels on every backend: f16 -> f32 keeps the sign and the payload (shifted left 13, so a
@@ -471,8 +317,28 @@ GPAR_API float gpar_bfloat16_to_float(uint16_t h);
  * NULL pointer with n > 0. */
 GPAR_API int gpar_convert(void *dst, gpar_dtype dst_type, const void *src, gpar_dtype src_type, size_t n);
 
-/* ---- More BLAS: strided-batched and mixed-precision GEMM, GEMV, AXPY, SCAL, DOT ----
- * Column-major, offsets, leading dimensions and strides in elements of the operand's type. Each
+/* =========================================================================================================
+ * 7. BLAS
+ * ========================================================================================================= */
+
+/* Transpose flags for the GEMMs. */
+typedef enum { GPAR_NO_TRANS = 0, GPAR_TRANS = 1 } gpar_trans;
+
+/* C = alpha * op(A) * op(B) + beta * C in BLAS column-major form, on C's device. Offsets and
+ * leading dimensions are in elements. A and B must live on C's device (or all three in host
+ * memory). C may not overlap A or B (GPAR_EALIAS). beta == 0 makes C write-only.
+ * Every operand is range-checked even when no element of it is read (k == 0 leaves A and B
+ * unread, m or n == 0 all three): an empty matrix's offset must be at most its buffer's size
+ * in elements, else GPAR_ERANGE. k == 0 computes C = beta * C. */
+GPAR_API int gpar_sgemm(gpar_trans trans_a, gpar_trans trans_b, int m, int n, int k, float alpha, gpar_buffer a,
+                        size_t a_off, int lda, gpar_buffer b, size_t b_off, int ldb, float beta, gpar_buffer c,
+                        size_t c_off, int ldc);
+/* Double-precision form of gpar_sgemm; GPAR_ENOTSUP on devices without fp64. */
+GPAR_API int gpar_dgemm(gpar_trans trans_a, gpar_trans trans_b, int m, int n, int k, double alpha, gpar_buffer a,
+                        size_t a_off, int lda, gpar_buffer b, size_t b_off, int ldb, double beta, gpar_buffer c,
+                        size_t c_off, int ldc);
+
+/* Column-major, offsets, leading dimensions and strides in elements of the operand's type. Each
  * call is one op on its output's device (C, y, x for SCAL, the result for DOT) through cuBLAS /
  * cublasLt, CLBlast or OpenBLAS; every other operand must be on that device (or all in host
  * memory: GPAR_HOST buffers and the CPU device's), else GPAR_EINVAL. The GEMM rules at the head
@@ -498,14 +364,14 @@ GPAR_API int gpar_convert(void *dst, gpar_dtype dst_type, const void *src, gpar_
 
 /* C_i = alpha * op(A_i) * op(B_i) + beta * C_i for i < batch (cublasSgemmStridedBatched). */
 GPAR_API int gpar_sgemm_strided_batched(gpar_trans trans_a, gpar_trans trans_b, int m, int n, int k, float alpha,
-                                        gpar_buffer a, size_t a_off, int lda, long long stride_a,
-                                        gpar_buffer b, size_t b_off, int ldb, long long stride_b, float beta,
-                                        gpar_buffer c, size_t c_off, int ldc, long long stride_c, int batch);
+                                        gpar_buffer a, size_t a_off, int lda, long long stride_a, gpar_buffer b,
+                                        size_t b_off, int ldb, long long stride_b, float beta, gpar_buffer c,
+                                        size_t c_off, int ldc, long long stride_c, int batch);
 /* Double precision; GPAR_ENOTSUP on devices without fp64. */
 GPAR_API int gpar_dgemm_strided_batched(gpar_trans trans_a, gpar_trans trans_b, int m, int n, int k, double alpha,
-                                        gpar_buffer a, size_t a_off, int lda, long long stride_a,
-                                        gpar_buffer b, size_t b_off, int ldb, long long stride_b, double beta,
-                                        gpar_buffer c, size_t c_off, int ldc, long long stride_c, int batch);
+                                        gpar_buffer a, size_t a_off, int lda, long long stride_a, gpar_buffer b,
+                                        size_t b_off, int ldb, long long stride_b, double beta, gpar_buffer c,
+                                        size_t c_off, int ldc, long long stride_c, int batch);
 /* Mixed precision, strided batched (batch 1 for one GEMM): A and B of ab_type (GPAR_HALF or
  * GPAR_BFLOAT16; GPAR_FLOAT gives gpar_sgemm_strided_batched), C of c_type (GPAR_FLOAT, or
  * ab_type: results rounded to nearest even), products summed in f32 (cublasGemmEx with
@@ -516,10 +382,10 @@ GPAR_API int gpar_dgemm_strided_batched(gpar_trans trans_a, gpar_trans trans_b, 
  * converted to f32 by a small OpenCL C program into temporary device buffers of the lane, then
  * CLBlast's SGEMM runs, then C is converted back when it is f16/bf16; results match an f32 GEMM
  * of the converted operands. */
-GPAR_API int gpar_gemm_ex(gpar_trans trans_a, gpar_trans trans_b, int m, int n, int k, float alpha,
-                          gpar_dtype ab_type, gpar_buffer a, size_t a_off, int lda, long long stride_a,
-                          gpar_buffer b, size_t b_off, int ldb, long long stride_b, float beta,
-                          gpar_dtype c_type, gpar_buffer c, size_t c_off, int ldc, long long stride_c, int batch);
+GPAR_API int gpar_gemm_ex(gpar_trans trans_a, gpar_trans trans_b, int m, int n, int k, float alpha, gpar_dtype ab_type,
+                          gpar_buffer a, size_t a_off, int lda, long long stride_a, gpar_buffer b, size_t b_off,
+                          int ldb, long long stride_b, float beta, gpar_dtype c_type, gpar_buffer c, size_t c_off,
+                          int ldc, long long stride_c, int batch);
 /* y = alpha * op(A) * x + beta * y; A is m x n, x has n elements (m with GPAR_TRANS) spaced incx
  * apart, y m (n with GPAR_TRANS) spaced incy apart. y may not overlap A or x. */
 GPAR_API int gpar_sgemv(gpar_trans trans, int m, int n, float alpha, gpar_buffer a, size_t a_off, int lda,
@@ -543,25 +409,12 @@ GPAR_API int gpar_sdot(int n, gpar_buffer x, size_t x_off, int incx, gpar_buffer
                        gpar_buffer result, size_t result_off);
 GPAR_API int gpar_ddot(int n, gpar_buffer x, size_t x_off, int incx, gpar_buffer y, size_t y_off, int incy,
                        gpar_buffer result, size_t result_off);
-/* ---- Per-op host-time breakdown ---------------------------------------------------------
- * With tracing on (gpar_config.trace_path set; "" times ops without writing a trace file),
- * each retired op adds where its host time went. Means over the ops retired since the last
- * reset, in microseconds. The trace file carries the same phases per op (args.host_us). */
-typedef struct gpar_breakdown {
-  uint64_t ops;        /* ops measured */
-  double submit_us;    /* public call entered -> op linked (checks, bookkeeping, lock waits) */
-  double handoff_us;   /* op ready -> a CPU worker or GPU dispatcher took it */
-  double dispatch_us;  /* running it: the CPU op itself, or the vendor calls that enqueue it */
-  double complete_us;  /* run done -> completion seen under the engine lock (GPU: + device time) */
-  double retire_us;    /* completion seen -> retired (successors released, buffers updated) */
-} gpar_breakdown;
 
-/* Mean breakdown of this engine's retired ops; reset != 0 starts a new measurement.
- * GPAR_ENOTSUP (with the means so far, all zero) when tracing is off. */
-GPAR_API int gpar_breakdown_get(gpar_engine *eng, gpar_breakdown *bd, int reset);
+/* =========================================================================================================
+ * 8. Graphs: record once, replay many
+ * ========================================================================================================= */
 
-/* ---- Graphs: record once, replay many ----
- * Between gpar_graph_begin and gpar_graph_end, the ops that the calling thread submits to that
+/* Between gpar_graph_begin and gpar_graph_end, the ops that the calling thread submits to that
  * engine (gpar_copy, gpar_write, gpar_fill, the BLAS calls, gpar_submit) are checked as usual
  * (a bad op returns its status and is not recorded; recording goes on) and recorded, not run.
  * A call made of several ops (a gpar_write of several 8 MiB staging chunks, a gpar_copy staged
@@ -628,8 +481,11 @@ GPAR_API int gpar_graph_info(gpar_graph *graph, gpar_graph_props *props);
  * (it would wait for itself). gpar_shutdown destroys the engine's graphs after its drain. */
 GPAR_API int gpar_graph_destroy(gpar_graph *graph);
 
-/* ---- Portable kernels: one kernel source, run on every device of every backend ----
- * A kernel is a name, a typed signature and a body written in libgpar's kernel dialect (below).
+/* =========================================================================================================
+ * 9. Portable kernels
+ * ========================================================================================================= */
+
+/* A kernel is a name, a typed signature and a body written in libgpar's kernel dialect.
  * libgpar generates each backend's entry point from the signature, so the same text runs
  * unchanged everywhere: on CUDA an extern "C" __global__ function that NVRTC builds into a cubin
  * for the device's sm_XY (clamped to the newest architecture that NVRTC knows; loaded with the
@@ -638,128 +494,21 @@ GPAR_API int gpar_graph_destroy(gpar_graph *graph);
  * function over a range of work-groups, built by the system compiler (gpar_config.kernel_cc:
  * GPAR_CC, else CC, else cc) into a shared object that libgpar loads.
  *
- * Signature: parameters separated by commas, each a scalar `TYPE name` (TYPE one of i32 u32 i64
- * u64 f32 f64) or a buffer `DIR TYPE *name`, DIR one of in (the kernel reads it), out (writes
- * it), inout (both), TYPE one of i8 u8 i16 u16 i32 u32 i64 u64 f32 f64 f16 bf16 (f16 and bf16
- * are 16-bit storage types, read and written in f32 through the helpers below). Names are C
- * identifiers, all different, not C keywords and not starting with gpar or GPAR; at most 64
- * parameters. In the body a scalar is a constant of its type, an `in` buffer a pointer to const
- * elements and an `out` or `inout` buffer a pointer to elements, both already advanced by the
- * launch's byte offset. Example (one element per work-item):
- *   params "u64 n, f32 a, in f32 *x, inout f32 *y"
- *   body   "gpar_u64 i = GPAR_GLOBAL_ID(0); if (i < n) y[i] = a * x[i] + y[i];"
- * A signature that does not parse is GPAR_EINVAL whose message gives the column (1-based).
- *
- * The dialect (version GPAR_KERNEL_DIALECT; a header libgpar puts before every source):
- * - types gpar_i8 gpar_u8 gpar_i16 gpar_u16 gpar_i32 gpar_u32 gpar_i64 gpar_u64 gpar_f32
- *   gpar_f64, and gpar_f16 gpar_bf16 (16-bit storage: an unsigned integer of the bits);
- * - per dimension d (0, 1 or 2, a constant): GPAR_GLOBAL_ID(d) and GPAR_GLOBAL_SIZE(d)
- *   (gpar_u64), GPAR_LOCAL_ID(d), GPAR_GROUP_SIZE(d), GPAR_GROUP_ID(d) and GPAR_NUM_GROUPS(d)
- *   (gpar_u32); GPAR_GLOBAL_ID(d) = GPAR_GROUP_ID(d) * GPAR_GROUP_SIZE(d) + GPAR_LOCAL_ID(d);
- * - GPAR_LOCAL(type, name, count): a group-local array, declared at the top level of the body;
- *   GPAR_BARRIER(): every work-item of the group waits there, and sees the writes the others
- *   made to group-local and global memory before it;
- * - f16 and bf16, bitwise the same on every backend (round to nearest even; NaNs by the rule of
- *   gpar_half_from_float and gpar_half_to_float: sign and payload kept, numpy's):
- *   gpar_load_f16(p, i) and gpar_load_bf16(p, i) give element i of p as gpar_f32,
- *   gpar_store_f16(p, i, v) and gpar_store_bf16(p, i, v) store v into it; gpar_f16_to_f32(h),
- *   gpar_f32_to_f16(f), gpar_bf16_to_f32(h) and gpar_f32_to_bf16(f) convert single values;
- * - atomics on global memory that return the value before the operation, on every backend:
- *   gpar_atomic_add_{i32,u32,i64,u64,f32}(p, v), gpar_atomic_min_{i32,u32}(p, v),
- *   gpar_atomic_max_{i32,u32}(p, v), gpar_atomic_xchg_{i32,u32}(p, v) and
- *   gpar_atomic_cas_{i32,u32}(p, expected, desired);
- * - the C99 math functions by their C names (sqrtf, expf, fmaf, fabsf, fminf, powf, tanhf, ...,
- *   and the double ones: sqrt, exp, ...), INFINITY, NAN, FLT_MAX, FLT_EPSILON, DBL_MAX, and bit
- *   casts gpar_as_u32(f32), gpar_as_f32(u32), gpar_as_u64(f64), gpar_as_f64(u64);
- * - GPAR_FN before the helper functions of a preamble (file-scope code placed before the entry
- *   point), and GPAR_GLOBAL_MEM / GPAR_LOCAL_MEM before the pointers into global / group-local
- *   memory that they take; GPAR_ON_CUDA, GPAR_ON_OPENCL or GPAR_ON_HOST is defined (as 1) on
- *   its backend, for code that must differ.
- * - no directive that reads a file (#include, #include_next, #embed, #import, __has_include,
- *   __has_embed): what it reads would not be part of the cache key, and each backend looks for
- *   files in its own places; gpar_kernel_create refuses it (GPAR_EINVAL with the line and
- *   column). Put the helpers' text in the preamble. Other directives (#define, #if, #pragma)
- *   are fine, and so is token pasting (##), except beside a name that begins one of the words
- *   __has_include or __asm__ (_, __, __has_, __as, ...), which pasting could complete.
- * - no inline assembly (asm, __asm, __asm__): it is one backend's only, and an assembler's
- *   .incbin reads a file too; refused the same way.
- * What a build may read: nothing but its own source, on every backend, so that no cache entry
- * stands for a file that has changed since. The text check above reads the text every way a
- * compiler may (trigraphs, splices after blanks, a vertical tab or form feed after #, digit
- * separators and raw strings or not); the builds themselves add, per backend:
- *   host: the source alone in a new private folder, where the compiler runs with -nostdinc
- *     (the dialect header declares what it needs: no system header is read); the words that
- *     read files poisoned in the source (#pragma GCC poison: an error however they are spelled,
- *     token pasting included); and the compiler's own list of the files it read (-MD) checked:
- *     a build that read any other file is GPAR_EBUILD naming it (a GPAR_CC with -include, say).
- *     Options in GPAR_CC are yours and part of the key; what their macros (-D) expand to is not
- *     checked.
- *   OpenCL: no option names a file or folder; on PoCL (clang) the same poisoning. NVIDIA's
- *     OpenCL and NVRTC offer neither a list of what they read nor poisoning: there the text
- *     check is the guarantee (NVRTC also gets --no-source-include; inline PTX reads no file).
- * The body is one work-item's code: C99 that CUDA C++, OpenCL C 1.2 and C11 all accept
- * (statements, declarations, int, float, loops); `return` ends the work-item. Float results may
- * differ in the last bits between backends (each compiler contracts a * b + c into a fused
- * multiply-add where it chooses); integer results and the conversions above are exact.
- * On the host device work-items of a group run one after the other (the innermost dimension as
- * one vector loop: they must not depend on each other's order), and the groups of a launch are
- * spread over the CPU workers (gpar_config.host_threads), which claim runs of groups until none
- * is left; a body or preamble that uses GPAR_BARRIER or GPAR_LOCAL is GPAR_ENOTSUP there: run it
- * on an OpenCL CPU device (PoCL) instead.
- *
- * Launch: a grid of work-groups times work-items per group in each dimension; OpenCL's global
- * size is their product, so it always divides by the group size. A launch is an engine op on the
- * device's compute lane: its `in` buffers are its reads, `out` its writes, `inout` both, so it is
- * ordered exactly by them (a kernel that only reads a buffer runs beside that buffer's other
- * readers; writers are ordered), and graphs record it like any op (a CUDA part captures it).
- * Every argument is checked at the call, before anything is enqueued (nothing is on a refusal):
- * their count and kind against the signature (a scalar's type must be the declared one: an f32
- * where f64 is declared is GPAR_EINVAL naming the argument), each buffer live, of the kernel's
- * engine and on the launch device (or GPAR_HOST memory where the backend can reach it: the host
- * device and CUDA; OpenCL refuses it), its byte offset within the buffer (GPAR_ERANGE) and a
- * multiple of the element size (GPAR_EINVAL), and the grid against the device's limits for this
- * kernel (gpar_kernel_info; GPAR_EINVAL). A failure at run time reaches the buffers the kernel
- * writes, as other ops' failures do: gpar_wait on them reports it.
- *
- * Builds happen in the calling thread, never on an engine thread: gpar_kernel_build, or the
- * first launch (or gpar_kernel_info) on a device; from inside an op (a user function), a kernel
- * with no build for the device is GPAR_EDEADLK (build it before). Each build is cached in the engine's memory
- * (per device target: another kernel with the same text on a device of the same target is a
- * hit) and on disk (gpar_config.kernel_cache_dir), keyed by everything that changes the binary:
- * the generated source, compile options, the dialect and libgpar versions, the target (CUDA:
- * sm_XY and the NVRTC version; OpenCL: platform, device and driver version; host: the compiler's
- * `--version`, its flags and the CPU) and the compiler version. The target is learnt from the
- * compiler once and kept in the cache folder too, as ccache identifies a compiler: under the
- * compiler's command and search path (host: the programs the command names, found in PATH;
- * CUDA: the NVRTC names asked for, LD_LIBRARY_PATH and the device's sm_XY), valid while the
- * files it came from keep their size, mtime and inode (the compiler's real file; libnvrtc and
- * ld.so.cache), so a disk hit in a new process neither runs `cc --version` nor loads NVRTC. An entry holds its whole key
- * and a checksum; one whose key or checksum does not match, or that does not load, is rebuilt
- * from source and replaced (written to a temporary file, then renamed: processes building the
- * same kernel at once all succeed). Entries are native code (the host's a shared object that
- * gets loaded), so, as ssh does, the cache folder (made with mode 0700 when missing) and each
- * entry are used only when owned by the effective user and not writable by group or others, an
- * entry only as a regular file (not through a symbolic link; a FIFO is refused, never waited
- * on); otherwise a line on stderr says why and the build goes on without that entry (or without
- * the disk cache, for the folder). The folders above the cache folder are not checked. A build
- * that the compiler rejects is GPAR_EBUILD: the message gives the compiler's first error lines,
- * gpar_kernel_log the whole log and gpar_kernel_source the generated source with the line
- * numbers the log refers to. A device that cannot build kernels (CUDA without NVRTC, a compiler
- * that does not run) is GPAR_ENOTSUP naming what is missing; libgpar itself loads and works
- * without NVRTC. Both are kept: later builds of that kernel on that device fail the same way at
- * once.
- *
- * Faults: a kernel that faults on the device (an out-of-bounds access) fails its launch at
- * completion: the waits on the buffers it writes report it. A CUDA fault (illegal address,
- * trap, misaligned access) is sticky: the device's CUDA context is unusable for the rest of the
- * process, so every later op on that CUDA device fails (GPAR_EBACKEND) while other devices run
- * on. On CPU devices (host, PoCL) an out-of-bounds access is a memory error of the process.
- *
- * Handles: a gpar_kernel is a slot and a serial the process never reuses (GPAR_EINVAL for a
- * released, stale or foreign one, forever). Release ends the handle at once; the kernel's memory
- * goes when its last launch in flight (or graph that recorded it) is done. Kernels, their builds
- * and the engine's caches go at gpar_shutdown. Any thread may create, build, launch and release
- * kernels at once. */
+ * The kernel language is a small dialect of C that CUDA C++, OpenCL C 1.2 and C11 all accept,
+ * with the macros and helpers libgpar defines on every backend. Its reference (the signature's
+ * grammar, the dialect's names, what a build may read, launches, builds and their caches,
+ * faults and handles) is the manual page gpar-kernel(7): `man gpar-kernel`. In short:
+ * - signature "u64 n, f32 a, in f32 *x, inout f32 *y": scalars `TYPE name` (i32 u32 i64 u64 f32
+ *   f64) and buffers `DIR TYPE *name` (DIR in, out or inout; TYPE also i8 u8 i16 u16 f16 bf16);
+ *   a launch reads its in and inout buffers and writes its out and inout ones, so the engine
+ *   orders it exactly by them, like any op, and graphs record it;
+ * - body: one work-item's code, with GPAR_GLOBAL_ID(d), GPAR_LOCAL_ID(d), GPAR_GROUP_SIZE(d),
+ *   GPAR_LOCAL and GPAR_BARRIER() (not on the host device), gpar_load_f16 and its kin, atomics
+ *   and the C99 math functions; no #include and no inline assembly;
+ * - builds happen in the calling thread (gpar_kernel_build, or the first launch on a device)
+ *   and are cached in memory and on disk (gpar_config.kernel_cache_dir); a compile error is
+ *   GPAR_EBUILD, its log in gpar_kernel_log; a build reads no file but its own source.
+ * Any thread may create, build, launch and release kernels at once. */
 
 #define GPAR_KERNEL_DIALECT 1 /* version of the kernel dialect (part of every cache key) */
 
@@ -778,7 +527,13 @@ typedef struct gpar_grid {
 
 /* What a launch argument holds. */
 typedef enum {
-  GPAR_ARG_I32 = 1, GPAR_ARG_U32, GPAR_ARG_I64, GPAR_ARG_U64, GPAR_ARG_F32, GPAR_ARG_F64, GPAR_ARG_BUFFER
+  GPAR_ARG_I32 = 1,
+  GPAR_ARG_U32,
+  GPAR_ARG_I64,
+  GPAR_ARG_U64,
+  GPAR_ARG_F32,
+  GPAR_ARG_F64,
+  GPAR_ARG_BUFFER
 } gpar_arg_kind;
 
 /* One launch argument: a typed scalar or a buffer with a byte offset. Make them with the
@@ -801,12 +556,42 @@ typedef struct gpar_arg {
 } gpar_arg;
 
 /* Typed launch arguments. */
-static inline gpar_arg gpar_arg_i32(int32_t v) { gpar_arg a; a.kind = GPAR_ARG_I32; a.v.i32 = v; return a; }
-static inline gpar_arg gpar_arg_u32(uint32_t v) { gpar_arg a; a.kind = GPAR_ARG_U32; a.v.u32 = v; return a; }
-static inline gpar_arg gpar_arg_i64(int64_t v) { gpar_arg a; a.kind = GPAR_ARG_I64; a.v.i64 = v; return a; }
-static inline gpar_arg gpar_arg_u64(uint64_t v) { gpar_arg a; a.kind = GPAR_ARG_U64; a.v.u64 = v; return a; }
-static inline gpar_arg gpar_arg_f32(float v) { gpar_arg a; a.kind = GPAR_ARG_F32; a.v.f32 = v; return a; }
-static inline gpar_arg gpar_arg_f64(double v) { gpar_arg a; a.kind = GPAR_ARG_F64; a.v.f64 = v; return a; }
+static inline gpar_arg gpar_arg_i32(int32_t v) {
+  gpar_arg a;
+  a.kind = GPAR_ARG_I32;
+  a.v.i32 = v;
+  return a;
+}
+static inline gpar_arg gpar_arg_u32(uint32_t v) {
+  gpar_arg a;
+  a.kind = GPAR_ARG_U32;
+  a.v.u32 = v;
+  return a;
+}
+static inline gpar_arg gpar_arg_i64(int64_t v) {
+  gpar_arg a;
+  a.kind = GPAR_ARG_I64;
+  a.v.i64 = v;
+  return a;
+}
+static inline gpar_arg gpar_arg_u64(uint64_t v) {
+  gpar_arg a;
+  a.kind = GPAR_ARG_U64;
+  a.v.u64 = v;
+  return a;
+}
+static inline gpar_arg gpar_arg_f32(float v) {
+  gpar_arg a;
+  a.kind = GPAR_ARG_F32;
+  a.v.f32 = v;
+  return a;
+}
+static inline gpar_arg gpar_arg_f64(double v) {
+  gpar_arg a;
+  a.kind = GPAR_ARG_F64;
+  a.v.f64 = v;
+  return a;
+}
 /* A buffer argument: buf from byte `offset` on. */
 static inline gpar_arg gpar_arg_buffer(gpar_buffer buf, size_t offset) {
   gpar_arg a;
@@ -866,8 +651,11 @@ GPAR_API int gpar_kernel_source(gpar_kernel kernel, int dev, char *buf, size_t c
  * reason in buf (and gpar_last_error). */
 GPAR_API int gpar_kernel_support(gpar_engine *eng, int dev, char *buf, size_t cap);
 
-/* ---- Array ops: elementwise, broadcasts, reductions, softmax cross-entropy, argmax ----
- * Engine ops like any other: each call checks its arguments, declares the buffers it reads and
+/* =========================================================================================================
+ * 10. Array ops
+ * ========================================================================================================= */
+
+/* Engine ops like any other: each call checks its arguments, declares the buffers it reads and
  * writes, returns at once, and runs on the device of its output (every operand on that device,
  * or all of them in host memory: GPAR_HOST buffers or the CPU device's, run by the CPU). On the
  * CPU they are plain C on one CPU worker; on GPUs (CUDA, OpenCL) portable kernels built once
@@ -903,18 +691,21 @@ GPAR_API int gpar_kernel_support(gpar_engine *eng, int dev, char *buf, size_t ca
 
 /* Elementwise unary ops: y = f(x). */
 typedef enum {
-  GPAR_UN_RELU = 0,    /* max(x, 0); NaN stays NaN */
+  GPAR_UN_RELU = 0, /* max(x, 0); NaN stays NaN */
   GPAR_UN_EXP = 1,
-  GPAR_UN_LOG = 2,     /* natural logarithm */
+  GPAR_UN_LOG = 2, /* natural logarithm */
   GPAR_UN_TANH = 3,
   GPAR_UN_SIGMOID = 4, /* 1 / (1 + exp(-x)) */
   GPAR_UN_ABS = 5,     /* |x| (clears the sign of NaNs too) */
   GPAR_UN_SQRT = 6,
-  GPAR_UN_NEG = 7      /* -x (flips the sign of zeros and NaNs too) */
+  GPAR_UN_NEG = 7 /* -x (flips the sign of zeros and NaNs too) */
 } gpar_unop;
 /* Elementwise binary ops: c = a op b. */
 typedef enum {
-  GPAR_BIN_ADD = 0, GPAR_BIN_SUB = 1, GPAR_BIN_MUL = 2, GPAR_BIN_DIV = 3,
+  GPAR_BIN_ADD = 0,
+  GPAR_BIN_SUB = 1,
+  GPAR_BIN_MUL = 2,
+  GPAR_BIN_DIV = 3,
   GPAR_BIN_MAX = 4, /* NaN when either operand is NaN */
   GPAR_BIN_MIN = 5  /* NaN when either operand is NaN */
 } gpar_binop;
@@ -924,12 +715,12 @@ typedef enum {
 typedef enum { GPAR_PER_ROW = 0, GPAR_PER_COLUMN = 1 } gpar_axis;
 
 /* y[y_off + i] = op(x[x_off + i]) for i < count, on y's device. y may be x itself (same offset). */
-GPAR_API int gpar_unary(gpar_unop op, gpar_dtype dtype, size_t count, gpar_buffer x, size_t x_off,
-                        gpar_buffer y, size_t y_off);
+GPAR_API int gpar_unary(gpar_unop op, gpar_dtype dtype, size_t count, gpar_buffer x, size_t x_off, gpar_buffer y,
+                        size_t y_off);
 /* c[c_off + i] = a[a_off + i] op b[b_off + i] for i < count, on c's device. c may be a or b
  * itself (same offset). */
-GPAR_API int gpar_binary(gpar_binop op, gpar_dtype dtype, size_t count, gpar_buffer a, size_t a_off,
-                         gpar_buffer b, size_t b_off, gpar_buffer c, size_t c_off);
+GPAR_API int gpar_binary(gpar_binop op, gpar_dtype dtype, size_t count, gpar_buffer a, size_t a_off, gpar_buffer b,
+                         size_t b_off, gpar_buffer c, size_t c_off);
 /* Broadcast: C(i, j) = A(i, j) op v[i] (axis GPAR_PER_ROW, v has m elements) or A(i, j) op v[j]
  * (GPAR_PER_COLUMN, n elements), for the m x n column-major matrices A (lda) and C (ldc) on C's
  * device: a bias add (GPAR_BIN_ADD, per row), scaling rows or columns (GPAR_BIN_MUL). C may be A
@@ -956,14 +747,14 @@ GPAR_API int gpar_reduce_matrix(gpar_redop op, gpar_dtype dtype, int m, int n, g
  * overlap nothing. A label outside [0, k) gives loss NaN and G = grad_scale * softmax (no
  * class subtracted). A column holding NaN gives NaN in its loss and gradient; +inf logits give
  * NaN. On the device of loss (else G). */
-GPAR_API int gpar_softmax_xent(gpar_dtype dtype, int k, int n, gpar_buffer z, size_t z_off, int ldz,
-                               gpar_buffer labels, size_t labels_off, double grad_scale,
-                               gpar_buffer loss, size_t loss_off, gpar_buffer grad, size_t grad_off, int ldg);
+GPAR_API int gpar_softmax_xent(gpar_dtype dtype, int k, int n, gpar_buffer z, size_t z_off, int ldz, gpar_buffer labels,
+                               size_t labels_off, double grad_scale, gpar_buffer loss, size_t loss_off,
+                               gpar_buffer grad, size_t grad_off, int ldg);
 /* idx[idx_off + j] = the row i of the largest A(i, j) in column j of the m x n matrix A (lda),
  * as GPAR_INT32: the first such row on ties; a NaN counts as larger than any number (the first
  * NaN wins, as in NumPy); -1 for m == 0. On idx's device. */
-GPAR_API int gpar_argmax(gpar_dtype dtype, int m, int n, gpar_buffer a, size_t a_off, int lda,
-                         gpar_buffer idx, size_t idx_off);
+GPAR_API int gpar_argmax(gpar_dtype dtype, int m, int n, gpar_buffer a, size_t a_off, int lda, gpar_buffer idx,
+                         size_t idx_off);
 /* Build the array ops' kernels up front, so that a program's first step does not build them one
  * after another as its calls first need them. On device dev, or on every device with dev = -1
  * (GPAR_HOST's value: "every device" covers the CPU's, which needs nothing): every GPAR_FLOAT
@@ -971,7 +762,7 @@ GPAR_API int gpar_argmax(gpar_dtype dtype, int m, int n, gpar_buffer a, size_t a
  * reduction; each set of softmax outputs), compiled or loaded from the disk cache in parallel
  * threads inside this call, which returns when all are done. Each is built once per device and
  * kept for the engine's lifetime (never per call shape), so later calls build nothing. A
- * training step such as examples/train_mlp.c's needs, in GPAR_FLOAT: gpar_binary_bcast in place
+ * training step such as tools/train/train_mlp.c's needs, in GPAR_FLOAT: gpar_binary_bcast in place
  * (the bias add), gpar_unary in place (ReLU), gpar_softmax_xent with loss and gradient,
  * gpar_reduce_range (one pass up to 8192 elements, two beyond) and gpar_reduce_matrix per row
  * (one pass up to 32 columns, two beyond); its maps (gpar_map_*) are its own kernels, built at
@@ -981,8 +772,11 @@ GPAR_API int gpar_argmax(gpar_dtype dtype, int m, int n, gpar_buffer a, size_t a
  * (GPAR_EBUILD, GPAR_ENOTSUP, ...) with its message, after building every other kernel it can. */
 GPAR_API int gpar_array_prepare(gpar_engine *eng, int dev);
 
-/* ---- Elementwise maps: a typed parameter list and an expression, one kernel ----
- * In the spirit of CuPy's ElementwiseKernel. params lists the parameters, separated by commas:
+/* =========================================================================================================
+ * 11. Elementwise maps
+ * ========================================================================================================= */
+
+/* In the spirit of CuPy's ElementwiseKernel. params lists the parameters, separated by commas:
  * an array `DIR TYPE name` (DIR one of in, out, inout; TYPE one of i8 u8 i16 u16 i32 u32 i64 u64
  * f32 f64 f16 bf16) or a scalar `TYPE name` (TYPE one of i32 u32 i64 u64 f32 f64); at least one
  * out or inout array; names are C identifiers (as kernels' parameters), all different, not i or n.
@@ -1006,8 +800,7 @@ typedef struct gpar_map {
 
 /* Make a map on eng named name (a C identifier: its kernel's name in traces and logs) from params
  * and expr (copied). GPAR_EINVAL with the column for a parameter list that does not parse. */
-GPAR_API int gpar_map_create(gpar_engine *eng, const char *name, const char *params, const char *expr,
-                             gpar_map *map);
+GPAR_API int gpar_map_create(gpar_engine *eng, const char *name, const char *params, const char *expr, gpar_map *map);
 /* Run the map for i < n with nargs arguments, one per parameter in order: gpar_arg_buffer(buf,
  * byte offset) for an array, a typed scalar (gpar_arg_f32 ...) for a scalar. Returns at once. */
 GPAR_API int gpar_map_launch(gpar_map map, size_t n, const gpar_arg *args, int nargs);
@@ -1016,6 +809,170 @@ GPAR_API int gpar_map_launch(gpar_map map, size_t n, const gpar_arg *args, int n
 GPAR_API int gpar_map_kernel(gpar_map map, gpar_kernel *kernel);
 /* End the handle; the kernel goes after the map's launches in flight. */
 GPAR_API int gpar_map_release(gpar_map map);
+
+/* =========================================================================================================
+ * 12. Communicators and collectives
+ * ========================================================================================================= */
+
+/* A communicator is a set of member devices; a collective takes one buffer per member
+ * (bufs[i] on member i's device; on the CPU member a GPAR_HOST buffer is fine too), an element
+ * offset per member (offs NULL: all 0) and an element count. It is ordered with every other op
+ * on those buffers like any op: it starts once their earlier writers (and, for the buffers it
+ * writes, earlier readers) are done, and later ops see its result.
+ * Rules:
+ * - Collectives of one communicator run in the order they were issued, on every member, never
+ *   reordered by the engine even when their inputs become ready in another order (each one
+ *   writes a hidden per-member token); one collective's members are issued together, so two
+ *   threads issuing collectives on one communicator never interleave them. Across processes
+ *   (gpar_mpi.h) every rank must issue the same collectives in the same order. On the staged
+ *   path (below) this holds for every kind alike: nothing a collective writes starts before the
+ *   previous collective of the communicator has finished writing (only its copies of inputs
+ *   into private staging may start earlier).
+ * - Collectives are not recorded into graphs: called while the thread records a graph on the
+ *   communicator's engine they return GPAR_ERECORDING, nothing issued.
+ * - One collective is one step in its buffers' order (see "one call, one step"): another
+ *   thread's write of a member lands before all of its steps or after all of them, never
+ *   between a staged collective's copy-in and its copy-back.
+ * - A failure (a vendor error, or an input whose writer failed) reaches the buffers the
+ *   collective writes: gpar_wait on them reports it. In synchronous mode (GPAR_SYNC=1) a
+ *   collective returns once done, with the first failure of its steps.
+ * - Results: MAX and MIN follow C's fmax and fmin (NCCL's rule) on every path and for every
+ *   member order: a NaN loses to a number, so an element is NaN only where every member holds
+ *   NaN (which NaN, and which of -0 and +0 wins between zeros of both signs, is unspecified).
+ *   Sums add in an order of the path's choosing (NCCL's ring or tree, the staged path's member
+ *   order, MPI's algorithm): float and double sums may differ in the last bits between paths,
+ *   member counts and orders; sums that are exact (small integers, multiples of a power of two)
+ *   agree everywhere.
+ * - A backend collective (NCCL) that fails asynchronously (ncclCommGetAsyncError) or is not
+ *   complete after gpar_config.comm_timeout seconds (GPAR_COMM_TIMEOUT, default 300) is named on
+ *   stderr and its communicator is aborted (ncclCommAbort on every member, as PyTorch's watchdog
+ *   does): that collective fails with GPAR_ETIMEDOUT (or the failure) at the waits on the
+ *   buffers it writes, which are handed on only after the abort has returned; every later
+ *   collective on the communicator fails the same way; gpar_comm_destroy and gpar_shutdown
+ *   return.
+ * - NCCL needs every GPU to enqueue the collectives it shares with other GPUs in one order:
+ *   two communicators over the same GPUs must not have collectives in flight at once unless
+ *   data orders them (e.g. the second reads what the first wrote), or NCCL may deadlock.
+ * - Element types: all five gpar_dtype values on every path of one process. NCCL takes them
+ *   natively (ncclFloat16, ncclBfloat16, ncclInt32); the staged path's CPU reduction sums f16 and
+ *   bf16 in f32 over all members and rounds once to nearest even, compares them in f32 for MAX
+ *   and MIN (the NaN rule above), and sums int32 exactly, wrapping modulo 2^32 as NCCL does.
+ *   Across processes (gpar_mpi.h) only GPAR_FLOAT and GPAR_DOUBLE: others are refused there
+ *   with GPAR_ENOTSUP, nothing issued.
+ * - Paths: CUDA members of one process with NCCL built use NCCL (a non-blocking clique made with
+ *   ncclCommInitRankConfig, one stream per device: the peer lane). Every other set (CPU, OpenCL,
+ *   mixed, CUDA without NCCL) is staged through GPAR_HOST memory with the engine's copies and one
+ *   reduction op on the CPU. */
+
+/* A communicator handle: a slot and a serial the process never reuses, so a destroyed, stale
+ * or foreign handle is refused (GPAR_EINVAL) forever, never dereferenced. */
+typedef struct gpar_comm {
+  uint64_t id; /* opaque; 0 is never valid */
+} gpar_comm;
+
+/* Create a communicator over ndevs distinct devices of eng (indices of the flat list). */
+GPAR_API int gpar_comm_create(gpar_engine *eng, const int *devs, int ndevs, gpar_comm *comm);
+/* The handle is invalid at once (new collectives on it get GPAR_EINVAL); then wait for the
+ * collectives already issued, and free the communicator with its NCCL or transport state.
+ * GPAR_EDEADLK from inside an op (it would wait for itself); GPAR_ESHUTDOWN while its engine
+ * shuts down (gpar_shutdown destroys the engine's communicators after its drain). */
+GPAR_API int gpar_comm_destroy(gpar_comm comm);
+/* Members in all (nmembers), and this process's members: global indices first_local ..
+ * first_local + nlocal - 1 (one process: 0 and nmembers). Any pointer may be NULL. */
+GPAR_API int gpar_comm_info(gpar_comm comm, int *nmembers, int *first_local, int *nlocal);
+
+/* Every member's bufs[i][offs[i] .. +count) becomes the element-wise reduction over members. */
+GPAR_API int gpar_allreduce(gpar_comm comm, const gpar_buffer *bufs, const size_t *offs, size_t count, gpar_dtype dtype,
+                            gpar_redop op);
+/* Every member's range becomes member `root`'s (a global member index). */
+GPAR_API int gpar_broadcast(gpar_comm comm, const gpar_buffer *bufs, const size_t *offs, size_t count, gpar_dtype dtype,
+                            int root);
+/* In place, NCCL's layout: each range holds nmembers blocks of count elements; afterwards member
+ * r's block r holds the reduction of every member's block r (other blocks: unspecified). */
+GPAR_API int gpar_reduce_scatter(gpar_comm comm, const gpar_buffer *bufs, const size_t *offs, size_t count,
+                                 gpar_dtype dtype, gpar_redop op);
+/* In place: each range holds nmembers blocks of count elements; member r contributes its block
+ * r, and afterwards every member holds all blocks. */
+GPAR_API int gpar_all_gather(gpar_comm comm, const gpar_buffer *bufs, const size_t *offs, size_t count,
+                             gpar_dtype dtype);
+
+/* =========================================================================================================
+ * 13. Diagnostics: counters, breakdowns, backend and pinned status, fault injection
+ * ========================================================================================================= */
+
+/* Counters of one engine, for tests and monitoring. */
+typedef struct gpar_stats {
+  uint64_t ops_submitted;         /* ops accepted */
+  uint64_t ops_completed;         /* ops retired (any status) */
+  uint64_t ops_failed;            /* ops retired with an error (skipped ones included) */
+  uint64_t ops_in_flight;         /* submitted, not yet retired */
+  uint64_t buffers_live;          /* buffers not yet freed (released ones with pending ops included) */
+  uint64_t pinned_bytes_pool;     /* pinned host bytes held by the pool (free + in use) */
+  uint64_t events_live;           /* backend events held by the engine's ops (pools not counted) */
+  uint64_t graph_native_launches; /* graph parts run as one backend graph (CUDA graph) */
+  uint64_t gemm_lt_calls;         /* CUDA GEMMs (plain, strided-batched, f16/bf16) enqueued through a cached cublasLt
+                                 plan (captured: once) */
+  uint64_t gemm_lt_fallbacks;     /* CUDA GEMMs enqueued by cuBLAS's own call instead (cublasSgemm/Dgemm, their
+                                 StridedBatched forms, cublasGemmEx: GPAR_CUBLASLT=0, or no cublasLt algorithm
+                                 for the shape); alpha == 0 or k == 0 count in neither */
+  uint64_t kernels_live;          /* kernel objects not yet freed (released ones with launches in flight included) */
+  uint64_t kernel_launches;       /* kernel launches accepted (recorded ones included) */
+  uint64_t kernel_builds;         /* kernel binaries compiled from source (one per source and device target) */
+  uint64_t kernel_memory_hits;    /* kernel builds served by the engine's memory cache (another kernel, same text) */
+  uint64_t kernel_disk_hits;      /* kernel builds served by the disk cache */
+  uint64_t kernel_build_us;       /* microseconds spent compiling and loading kernels (disk hits included) */
+  /* How the GPUs' compute lanes were used (eager ops; a graph part counts as one op): */
+  uint64_t lane_waits;    /* waits of a lane on an event of another lane or device (cross-lane edges) */
+  uint64_t lane_events;   /* events recorded after ops (for consumers elsewhere, or to close a run of 8) */
+  uint64_t lane_handoffs; /* ops one lane's issuing thread handed to another's */
+  uint64_t lane_moves;    /* ops issued on a compute lane other than the first */
+} gpar_stats;
+
+/* Snapshot of the engine's counters. */
+GPAR_API int gpar_stats_get(gpar_engine *eng, gpar_stats *stats);
+
+/* With tracing on (gpar_config.trace_path set; "" times ops without writing a trace file),
+ * each retired op adds where its host time went. Means over the ops retired since the last
+ * reset, in microseconds. The trace file carries the same phases per op (args.host_us). */
+typedef struct gpar_breakdown {
+  uint64_t ops;       /* ops measured */
+  double submit_us;   /* public call entered -> op linked (checks, bookkeeping, lock waits) */
+  double handoff_us;  /* op ready -> a CPU worker or GPU dispatcher took it */
+  double dispatch_us; /* running it: the CPU op itself, or the vendor calls that enqueue it */
+  double complete_us; /* run done -> completion seen under the engine lock (GPU: + device time) */
+  double retire_us;   /* completion seen -> retired (successors released, buffers updated) */
+} gpar_breakdown;
+
+/* Mean breakdown of this engine's retired ops; reset != 0 starts a new measurement.
+ * GPAR_ENOTSUP (with the means so far, all zero) when tracing is off. */
+GPAR_API int gpar_breakdown_get(gpar_engine *eng, gpar_breakdown *bd, int reset);
+
+/* Number of devices of backend backend_id (a GPAR_BACKEND_* value) in eng, in *ndev, and in
+ * *reason why it has none: "" when it has devices, else "not built into this libgpar", "not
+ * requested (...)" or the backend's own words, e.g. "cuda: no device: cudaGetDeviceCount:
+ * cudaErrorInsufficientDriver". When some of its devices could not be opened, *reason says
+ * which and why. An absent device is not an error: gpar_init prints such a reason on stderr
+ * only for a backend the caller named (GPAR_BACKENDS or gpar_config.backends). *reason stays
+ * valid until gpar_shutdown; ndev or reason may be NULL. GPAR_EINVAL for an unknown id. */
+GPAR_API int gpar_backend_status(gpar_engine *eng, int backend_id, int *ndev, const char **reason);
+
+/* GPAR_HOST memory comes from one backend's pinned allocator (the provider) and is registered
+ * with every other open GPU backend, so copies to and from it run at the pinned rate on every
+ * device. In *provider the GPAR_BACKEND_* value of the provider (0: plain host memory), in
+ * *registered the GPAR_BACKEND_* bits of the backends that register each block, in *reason ""
+ * or why a registration was refused (the block then stays usable there through slower staged
+ * copies; logged once). Env GPAR_PINNED_PROVIDER=cuda|opencl|host picks the provider at
+ * gpar_init. Fault kind "register" (gpar_fault_inject) makes a registration fail. *reason stays
+ * valid until gpar_shutdown; any pointer may be NULL. */
+GPAR_API int gpar_pinned_status(gpar_engine *eng, int *provider, unsigned *registered, const char **reason);
+
+/* Fault injection for tests: make the nth (1-based) later backend call of `kind` fail with
+ * GPAR_EFAULT; n = 0 clears it. Kinds: "alloc", "pinned", "copy", "gemm" (every BLAS call), "fill", "user",
+ * "event", "completion", "register", "build" (a kernel build that is no memory-cache hit: compile
+ * or disk-cache load), "capture" (a graph part's capture into a backend graph
+ * fails after its ops were captured: the part then replays op by op, without error). Also set by
+ * env GPAR_FAULT=kind:n at gpar_init. */
+GPAR_API int gpar_fault_inject(gpar_engine *eng, const char *kind, unsigned long n);
 
 #ifdef __cplusplus
 }

@@ -56,6 +56,7 @@
 #include <stdatomic.h>
 
 #include "gpar_mpi.h"
+#include "gpar_transport.h"
 
 #define GPAR__MPI_HIDDEN __attribute__((visibility("hidden")))
 

@@ -1,5 +1,5 @@
 /* array_prepare.c: gpar_array_prepare builds up front the array kernels a training step needs.
- * On every device: after it, the array calls of examples/train_mlp.c's step (bias add in place,
+ * On every device: after it, the array calls of tools/train/train_mlp.c's step (bias add in place,
  * ReLU in place, softmax cross-entropy with loss and gradient, range sums of one and two passes,
  * per-row sums of one and two passes) and the rest of the GPAR_FLOAT array ops build nothing
  * and make no kernel (gpar_stats: builds, disk hits, memory hits, live kernels); a second call

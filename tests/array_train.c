@@ -1,10 +1,10 @@
-/* array_train.c: the training example (examples/train_mlp.c) at a small size against a plain-C
+/* array_train.c: the training example (tools/train/train_mlp.c) at a small size against a plain-C
  * reference of the same step (float data, double arithmetic): the loss of every step, eager and
  * through graphs, on every device alone and split across all of them, and the weights after the
  * last step. Tolerance: 2e-4 relative on each step's loss and 1e-3 of the largest weight on
  * every weight (float GEMMs and reductions against double). */
 #include <math.h>
-#include "../examples/train_mlp.h"
+#include "../tools/train/train_mlp.h"
 #include "testutil.h"
 
 #define STEPS 5

@@ -9,6 +9,7 @@
  * would give 2048). The MPI transport refuses these types (tests/mpi). */
 #include <math.h>
 
+#include "gpar_transport.h" /* gpar_coll_kind names the collectives */
 #include "testutil.h"
 
 #define GUARD 3

@@ -5,6 +5,7 @@
 #ifndef GPAR_TESTS_COMM_REF_H
 #define GPAR_TESTS_COMM_REF_H
 
+#include "gpar_transport.h" /* gpar_coll_kind names the collectives */
 #include "testutil.h"
 
 /* Element i of member m's range before the collective (m = -1: guard elements). */

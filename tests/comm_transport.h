@@ -12,6 +12,7 @@
 
 #include <sched.h>
 
+#include "gpar_transport.h"
 #include "testutil.h"
 
 #define TT_MAGIC 0x7472616e73706f72ull /* "transpor" */

@@ -257,10 +257,11 @@ static void fault_two_parts(int da, int db) {
   gpar_fault_inject(eng, "gemm", 1);
   int l1 = gpar_graph_launch(g1), l2 = gpar_graph_launch(g2);
   int wc = gpar_wait(c), wy = gpar_wait(y), wz = gpar_wait(z), wa = gpar_wait_all(eng);
-  ok(l1 == GPAR_OK && l2 == GPAR_OK && wc == GPAR_EFAULT && wy == GPAR_OK && wz == GPAR_EDEPFAILED &&
-         wa == GPAR_EFAULT,
-     "devices %d and %d: a fault in one part (%s) spares the other part (%s); a graph reading it is skipped (%s)",
-     da, db, gpar_status_name(wc), gpar_status_name(wy), gpar_status_name(wz));
+  ok(l1 == GPAR_OK && l2 == GPAR_OK && wc == GPAR_EFAULT && wy == GPAR_OK && wz == GPAR_EDEPFAILED && wa == GPAR_EFAULT,
+     "devices %d and %d: a fault in one part (%s) spares the other part (%s); a graph reading it is skipped (%s); "
+     "launches %s %s, wait_all %s",
+     da, db, gpar_status_name(wc), gpar_status_name(wy), gpar_status_name(wz), gpar_status_name(l1),
+     gpar_status_name(l2), gpar_status_name(wa));
   gpar_fault_inject(eng, "gemm", 0);
   gpar_graph_destroy(g1);
   gpar_graph_destroy(g2);

@@ -1,8 +1,9 @@
 #!/bin/sh
 # installed-header.sh: gpar.h as a user includes it (no GPAR_BUILDING) compiles without a warning
-# as C99, C11 and C++ (C++11, C++17) under -Wall -Wextra -pedantic -Werror. The C++ cases skip
-# when no C++ compiler runs. TAP. Usage: installed-header.sh DIR_WITH_GPAR_H (CC, CXX: compilers;
-# default cc and c++). make check runs it through the generated tests/installed_header.tap.
+# as C99, C11 and C++ (C++11, C++17), and gpar_transport.h alone as C11, under -Wall -Wextra
+# -pedantic -Werror. The C++ cases skip when no C++ compiler runs. TAP. Usage:
+# installed-header.sh DIR_WITH_GPAR_H (CC, CXX: compilers; default cc and c++). make check runs
+# it through the generated tests/installed_header.tap.
 set -u
 inc=${1:?usage: installed-header.sh DIR_WITH_GPAR_H}
 cc=${CC:-cc}
@@ -31,7 +32,7 @@ EOC
 cp "$tmp/use.c" "$tmp/use.cpp"
 n=0
 fails=0
-echo "1..4"
+echo "1..5"
 try() { # try COMPILER LANGFLAGS FILE DESCRIPTION
   n=$((n + 1))
   if $1 $2 -Wall -Wextra -pedantic -Werror -I"$inc" -c "$3" -o "$tmp/out$n.o" >"$tmp/log$n" 2>&1; then
@@ -50,5 +51,8 @@ if echo 'int main() { return 0; }' >"$tmp/probe.cpp" && $cxx -c "$tmp/probe.cpp"
 else
   echo "ok 3 # SKIP no C++ compiler ($cxx)"
   echo "ok 4 # SKIP no C++ compiler ($cxx)"
+  n=4
 fi
+printf '#include <gpar_transport.h>\n#include <gpar_transport.h>\nint gpar_transport_use(void);\nint gpar_transport_use(void) { return (int)GPAR_COLL_ALLREDUCE + (int)sizeof(gpar_coll); }\n' >"$tmp/tr.c"
+try "$cc" "-std=c11 -Wstrict-prototypes -Wmissing-prototypes" "$tmp/tr.c" "gpar_transport.h alone as C11"
 [ $fails = 0 ]

@@ -4,6 +4,12 @@
 
 bin_PROGRAMS += tools/gpar-info tools/gpar-bench
 
+# The training step of Dive into Deep Learning's "Training on Multiple GPUs" (tools/train/: the
+# model, its data and initial weights, on the public API only), one convenience library that
+# `gpar-bench train`, tests/array_train and examples/train link.
+noinst_LTLIBRARIES += tools/train/libgpar_train.la
+tools_train_libgpar_train_la_SOURCES = tools/train/train_mlp.h tools/train/train_mlp.c tools/train/train_data.c
+
 tools_gpar_info_SOURCES = tools/gpar-info.c
 tools_gpar_info_LDADD = libgpar.la
 
@@ -19,9 +25,8 @@ tools_gpar_bench_SOURCES = tools/bench/gpar-bench.c \
 	tools/bench/bench_devices.c tools/bench/bench_json.c tools/bench/bench_meta.c tools/bench/bench_chart.c \
 	tools/bench/bench_trace.c tools/bench/bench_common.c tools/bench/bench_common.h \
 	tools/raw/raw.h tools/raw/raw_host.c tools/raw/raw_nccl.h tools/raw/raw_blas.h tools/raw/raw_blas_host.c tools/raw/raw_kernel.h \
-	tools/raw/raw_kernel_host.c tools/bench/bench_lanes.c tools/bench/bench_branches.c tools/raw/raw_branches.h tools/raw/raw_lanes.h tools/raw/raw_lanes_team.c tools/bench/bench_array.c tools/bench/bench_train.c tools/raw/raw_array.h tools/raw/raw_array_host.c \
-	$(GPAR_TRAIN_SOURCES)
-TOOLS_RAW_CPPFLAGS = -I$(top_srcdir)/examples
+	tools/raw/raw_kernel_host.c tools/bench/bench_lanes.c tools/bench/bench_branches.c tools/raw/raw_branches.h tools/raw/raw_lanes.h tools/raw/raw_lanes_team.c tools/bench/bench_array.c tools/bench/bench_train.c tools/raw/raw_array.h tools/raw/raw_array_host.c
+TOOLS_RAW_CPPFLAGS =
 TOOLS_RAW_LIBS =
 if HAVE_CUDA
 tools_gpar_bench_SOURCES += tools/raw/raw_cuda.c tools/raw/raw_blas_cuda.c
@@ -55,7 +60,7 @@ TOOLS_RAW_CPPFLAGS += -DGPAR_HAVE_JANSSON=1 $(JANSSON_CFLAGS)
 TOOLS_RAW_LIBS += $(JANSSON_LIBS)
 endif
 tools_gpar_bench_CPPFLAGS = $(AM_CPPFLAGS) -Itools -I$(top_srcdir)/tools $(OPENBLAS_CFLAGS) $(TOOLS_RAW_CPPFLAGS)
-tools_gpar_bench_LDADD = libgpar.la $(TOOLS_RAW_LIBS) $(OPENBLAS_LIBS) -lm
+tools_gpar_bench_LDADD = tools/train/libgpar_train.la libgpar.la $(TOOLS_RAW_LIBS) $(OPENBLAS_LIBS) -lm
 
 # The commit that benchmark records carry: in a tarball the .tarball-version that `make dist`
 # wrote (first: a tarball may sit inside some other git tree), else `git describe` of the source

@@ -110,16 +110,15 @@ int gpar__cuda_can_wait(gpar__backend *be, int producer_idx, int consumer_idx) {
 
 /* ---- a device's own resources ---- */
 
-int gpar__cuda_dev_init(struct cuda_dev *d) {
+/* Peer access to every device d can reach (plain cudaMalloc memory, user kernels), d current.
+ * Enabled once per process and pair (it lasts as long as the primary context): a second engine
+ * skips the call instead of provoking cudaErrorPeerAccessAlreadyEnabled, which
+ * compute-sanitizer reports as an API error. One enabled by the user still gives that error,
+ * which is cleared and taken as success. */
+static int cuda_peers_enable(struct cuda_dev *d) {
   gpar__backend *be = d->be;
   const int idx = d->ordinal;
   int st;
-
-  /* Peer access to every device this one can reach (plain cudaMalloc memory, user kernels).
-   * Enabled once per process and pair (it lasts as long as the primary context): a second engine
-   * skips the call instead of provoking cudaErrorPeerAccessAlreadyEnabled, which
-   * compute-sanitizer reports as an API error. One enabled by the user still gives that error,
-   * which is cleared and taken as success. */
   static _Atomic uint64_t peer_enabled[64];
   for (int j = 0; j < be->ndev; j++) {
     if (!cuda_can_access(idx, j)) continue;
@@ -137,6 +136,15 @@ int gpar__cuda_dev_init(struct cuda_dev *d) {
     if ((st = gpar__cuda_check(e, "cudaDeviceEnablePeerAccess"))) return st;
     if (j < 64) d->peer_on |= (uint64_t)1 << j;
   }
+  return GPAR_OK;
+}
+
+int gpar__cuda_dev_init(struct cuda_dev *d) {
+  gpar__backend *be = d->be;
+  const int idx = d->ordinal;
+  int st;
+
+  if ((st = cuda_peers_enable(d))) return st;
 
   /* Lanes: non-blocking streams, never synchronised with the legacy default stream. */
   d->lanes = d->be->lanes;

@@ -51,7 +51,7 @@ static void cuda_device_close(gpar__bdev *dev) {
   free(dev);
 }
 
-/* Alike in shape to the other backends' tables: each backend fills its own (backends use nothing of each other). */
+/* The CUDA backend's table (core/backend.h): what the core calls on CUDA devices. */
 const gpar__backend_ops gpar__cuda_backend = {
     .name = "cuda",
     .id = GPAR_BACKEND_CUDA,

@@ -72,7 +72,7 @@ static int host_fill(gpar__bdev *dev, int lane, void *mem, size_t off, size_t by
   return GPAR_OK;
 }
 
-/* Alike in shape to the other backends' tables: each backend fills its own (backends use nothing of each other). */
+/* The host backend's table (core/backend.h): what the core calls on the CPU device. */
 const gpar__backend_ops gpar__host_backend = {
     .name = "host",
     .id = GPAR_BACKEND_HOST,

@@ -1,8 +1,31 @@
 /* opencl_internal.h: the OpenCL backend's private types (backend, platform, device, lane, event)
  * and the calls its files share. Included only by the .c files of backends/opencl (and files
- * other features add there), never by core/. Files: opencl_errors.c, opencl_blas_kernels.c (the
- * backend's own conversion and zeroing kernels), opencl_blas_clblast.c (GEMMs), opencl_blas_vec.c
- * (GEMV, level 1), opencl_contexts.c, opencl_backend.c (the table). */
+ * other features add there), never by core/.
+ *
+ * Layers (bottom first): opencl_errors.c opencl_blas_kernels.c opencl_blas_clblast.c opencl_blas_vec.c
+ *   opencl_kernel.c opencl_contexts.c opencl_probe.c opencl_device.c opencl_memory.c opencl_copy.c
+ *   opencl_events.c opencl_table.c
+ *
+ * A file calls only into files listed before it (and OpenCL, CLBlast):
+ *   opencl_errors.c        OpenCL and CLBlast codes -> names and gpar statuses
+ *   opencl_blas_kernels.c  the backend's own program (f16/bf16 <-> f32 conversions, exact zeros)
+ *                          and the lanes' temporary f32 buffers
+ *   opencl_blas_clblast.c  GEMMs through CLBlast: temp buffers, the cold lock, strided batches,
+ *                          f16/bf16 through f32 copies
+ *   opencl_blas_vec.c      GEMV and level 1 through CLBlast
+ *   opencl_kernel.c        user kernels: build, binaries, load, launch
+ *   opencl_contexts.c      one cl_context per platform for the whole process; CLBlast's caches
+ *                          cleared with the last backend
+ *   opencl_probe.c         the probe (platforms, their devices and shared contexts, each device
+ *                          described), the backend's open and close
+ *   opencl_device.c        device info and peers; a device's open and close with its lanes'
+ *                          queues; native handles, lane sync
+ *   opencl_memory.c        device buffers, pinned host memory (host_alloc), registration of
+ *                          another backend's pinned blocks
+ *   opencl_copy.c          copies and fills on a lane
+ *   opencl_events.c        the event pool and the event entries
+ *   opencl_table.c         gpar__opencl_backend: the table, and the wrappers that hold a device's
+ *                          shared_mu around the calls that set a shared cl_kernel's arguments */
 #ifndef GPAR_OPENCL_INTERNAL_H
 #define GPAR_OPENCL_INTERNAL_H
 
@@ -181,7 +204,6 @@ GPAR__HIDDEN int gpar__cl_dot(gpar__bdev *dev, int lane, const gpar__blas1_args 
 GPAR__HIDDEN void gpar__cl_blas_forget(void);
 
 /* ---- opencl_kernel.c: the backend's kernel entries (core/backend.h) ---- */
-/* Alike in shape to host_internal.h's: each backend declares its own (backends use nothing of each other). */
 
 GPAR__HIDDEN int gpar__cl_kernel_target(gpar__bdev *dev, char *buf, size_t cap, char *files, size_t fcap);
 GPAR__HIDDEN int gpar__cl_kernel_source(gpar__bdev *dev, const char *target, const gpar__kernel_def *def, char **src,
@@ -203,6 +225,48 @@ GPAR__HIDDEN cl_context gpar__cl_context_get(cl_platform_id plat, cl_uint nd, co
 /* A backend closed (after releasing its contexts): the last one releases the contexts and
  * clears CLBlast's caches. */
 GPAR__HIDDEN void gpar__cl_contexts_detach(void);
+
+/* ---- opencl_probe.c ---- */
+
+/* A device's string info `what` into out (cap bytes, always terminated; "" on failure). */
+GPAR__HIDDEN void gpar__cl_str(cl_device_id d, cl_device_info what, char *out, size_t cap);
+/* The backend's open (every device of every platform; none is GPAR_ENODEV) and close entries. */
+GPAR__HIDDEN int gpar__cl_open(const gpar_config *cfg, int lanes, gpar__backend **out, int *ndev);
+GPAR__HIDDEN void gpar__cl_close(gpar__backend *be);
+
+/* ---- opencl_device.c: the device_info, peer_ok, can_wait, device_open, device_close, native and
+ * lane_sync entries ---- */
+
+GPAR__HIDDEN int gpar__cl_device_info(gpar__backend *be, int idx, gpar_device_props *info);
+GPAR__HIDDEN int gpar__cl_peer_ok(gpar__backend *be, int src_idx, int dst_idx);
+GPAR__HIDDEN int gpar__cl_can_wait(gpar__backend *be, int producer_idx, int consumer_idx);
+GPAR__HIDDEN int gpar__cl_device_open(gpar__backend *be, int idx, gpar__bdev **out);
+GPAR__HIDDEN void gpar__cl_device_close(gpar__bdev *dev);
+GPAR__HIDDEN int gpar__cl_native(gpar__bdev *dev, int lane, gpar_native *out);
+GPAR__HIDDEN int gpar__cl_lane_sync(gpar__bdev *dev, int lane);
+
+/* ---- opencl_memory.c: the memory entries ---- */
+
+GPAR__HIDDEN int gpar__cl_mem_alloc(gpar__bdev *dev, size_t bytes, void **mem);
+GPAR__HIDDEN void gpar__cl_mem_free(gpar__bdev *dev, void *mem);
+GPAR__HIDDEN int gpar__cl_host_alloc(gpar__backend *be, size_t bytes, void **ptr);
+GPAR__HIDDEN void gpar__cl_host_free(gpar__backend *be, void *ptr);
+GPAR__HIDDEN int gpar__cl_host_register(gpar__backend *be, void *ptr, size_t bytes, void **token);
+GPAR__HIDDEN void gpar__cl_host_unregister(gpar__backend *be, void *token);
+
+/* ---- opencl_copy.c: the copy and fill entries ---- */
+
+GPAR__HIDDEN int gpar__cl_copy(gpar__bdev *dev, int lane, const gpar__copy_args *a);
+GPAR__HIDDEN int gpar__cl_fill(gpar__bdev *dev, int lane, void *mem, size_t off, size_t bytes, unsigned char value);
+
+/* ---- opencl_events.c: the event entries ---- */
+
+GPAR__HIDDEN int gpar__cl_event_record(gpar__bdev *dev, int lane, unsigned flags, gpar__event **out);
+GPAR__HIDDEN int gpar__cl_event_wait(gpar__bdev *dev, int lane, gpar__event *e);
+GPAR__HIDDEN int gpar__cl_event_query(gpar__event *e);
+GPAR__HIDDEN int gpar__cl_event_sync(gpar__event *e);
+GPAR__HIDDEN void gpar__cl_event_release(gpar__event *e);
+GPAR__HIDDEN int gpar__cl_event_elapsed(gpar__event *start, gpar__event *end, double *ms);
 
 /* ---- shared by the backend's files ---- */
 

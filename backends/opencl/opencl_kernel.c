@@ -262,7 +262,7 @@ int gpar__cl_kernel_compile(gpar__bdev *dev, const char *src, const char *opts, 
  * values its argument slots were last given (the first `nset`, while the backend's count of
  * mem_free calls is still `frees`: no cl_mem among them was freed, so an equal handle is the same
  * buffer). Only the thread that launches it on its device reads and writes them, under the
- * device's shared_mu when it has several compute lanes (opencl_backend.c). */
+ * device's shared_mu when it has several compute lanes (opencl_table.c). */
 typedef struct cl_module {
   cl_program prog;
   cl_kernel k;

@@ -1,6 +1,6 @@
 /* api.h: the api layer, the public calls that build ops and the kinds they build: transfers
  * (transfer.c: gpar_copy, gpar_write, gpar_read), BLAS (blas.c, blas_vec.c, sharing the operand
- * checks of blas_operands.c through blas.h), fills (fill.c), user functions
+ * checks of blas_operands.c through blas_operands.h), fills (fill.c), user functions
  * (submit.c); buffers (buffers.c), waits (waits.c) and queries (query.c). Each call checks
  * every argument before anything is enqueued, picks the device and lane that runs it, declares
  * its read and write sets and hands the op to the engine (engine/engine.h). */

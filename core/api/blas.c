@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/blas.h"
+#include "api/blas_operands.h"
 
 _Static_assert(sizeof(gpar__gemm_args) <= GPAR__OP_PAYLOAD, "GEMM arguments fit an op's payload");
 _Static_assert(sizeof(gpar__gemm_ex_args) <= GPAR__OP_PAYLOAD, "general GEMM arguments fit an op's payload");
@@ -125,7 +125,7 @@ static int gemm(const gemm_call *g) {
   return st;
 }
 
-/* The s and d entries are alike but for the scalar type their public signatures fix; gemm() is their one body. */
+/* The public GEMM entries: each fills a gemm_call with its types and hands it to gemm(). */
 GPAR_API int gpar_sgemm(gpar_trans trans_a, gpar_trans trans_b, int m, int n, int k, float alpha, gpar_buffer a,
                         size_t a_off, int lda, gpar_buffer b, size_t b_off, int ldb, float beta, gpar_buffer c,
                         size_t c_off, int ldc) {

@@ -1,11 +1,11 @@
-/* blas_operands.c: the checks and the op building shared by every BLAS call (blas.h): argument
+/* blas_operands.c: the checks and the op building shared by every BLAS call (blas_operands.h): argument
  * checks of transposes, leading dimensions and increments; then, with the buffers, ranges of
  * every operand over all its batch entries (unread ones too), overlaps and devices; then the op
  * over exactly the operands it reads and writes. */
 #include <stdint.h>
 #include <string.h>
 
-#include "api/blas.h"
+#include "api/blas_operands.h"
 
 int gpar__blas_check_trans(const char *fn, const char *what, gpar_trans t) {
   if (t == GPAR_NO_TRANS || t == GPAR_TRANS) return GPAR_OK;

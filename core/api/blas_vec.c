@@ -2,7 +2,7 @@
  * gpar_[sd]dot) and their kinds. Each checks its sizes and increments, then ranges, overlaps
  * and devices (blas_operands.c), and runs as one op on its output's device through the
  * backend's gemv, axpy, scal or dot entry (cuBLAS, CLBlast, OpenBLAS). */
-#include "api/blas.h"
+#include "api/blas_operands.h"
 
 _Static_assert(sizeof(gpar__gemv_args) <= GPAR__OP_PAYLOAD, "GEMV arguments fit an op's payload");
 _Static_assert(sizeof(gpar__blas1_args) <= GPAR__OP_PAYLOAD, "level-1 arguments fit an op's payload");

@@ -12,7 +12,7 @@
 #define MAX_THREADS 16
 
 /* Every GPAR_FLOAT kernel an array call can launch (gpu.c chooses among them by aliasing, size
- * and outputs). A training step (examples/train_mlp.c) needs the bias add in place (bcast 1),
+ * and outputs). A training step (tools/train/train_mlp.c) needs the bias add in place (bcast 1),
  * ReLU in place (unary 1), softmax with loss and gradient (3), range sums (reduce 0; 1 and 2
  * past 8192 elements) and per-row sums (rowred 0; 1 and 2 past 32 columns); the rest are here so
  * that any GPAR_FLOAT program's step finds its kernels built too. */

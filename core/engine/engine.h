@@ -56,6 +56,10 @@
  *     -> backend locks         event queries under it
  *   eng->pinned->mu            pinned pool; held alone
  *     -> backend locks         host_alloc / host_free under the pool lock
+ *   dev->shared_mu (OpenCL)    a device's shared cl_kernels while their arguments are set and they
+ *                              are enqueued (several compute lanes only; backends/opencl/opencl_table.c);
+ *                              taken by a lane's dispatcher with no lock of core/ held
+ *     -> backend locks         CLBlast's cold lock, the conversion program's build lock
  *   gpar__registry_mu          engine slots; held alone (registry.c)
  *   table->mu                  a handle table's growth and free list (handle.c); held alone
  *   ks->mu (kernel/)           an engine's kernel builds, kinds and device targets; held alone

@@ -22,6 +22,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 
+#include "gpar_transport.h"
 #include "mpi_test.h"
 
 /* ---------------------------------------------------------------- holding the window open */

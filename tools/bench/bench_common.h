@@ -225,7 +225,7 @@ int bench_array_subcommand(const char *name, int (**run)(bench_ctx *), int *all_
   "  array         gpar_binary, an elementwise map (saxpy) and gpar_reduce_range (sum) on the\n" \
   "                first device next to hand kernels launched the raw way (saxpy, a two-pass\n"  \
   "                sum): GB/s and ratios; --sizes takes exponents (GPU 20,24,28; CPU 16,20,24)\n" \
-  "  train         the d2l data-parallel MLP step (examples/train_mlp.c, 784-SIZE-SIZE-10,\n"   \
+  "  train         the d2l data-parallel MLP step (tools/train/train_mlp.c, 784-SIZE-SIZE-10,\n"   \
   "                batch 256) on every selected device: loss after --iters steps (100) eager\n" \
   "                and through graphs, time per step of both; with several devices also one\n"  \
   "                device and the speedup (bench/train_torch.py is the PyTorch peer)\n"

@@ -1,5 +1,5 @@
 /* bench_train.c: `gpar-bench train`, the d2l data-parallel training step of
- * examples/train_mlp.c (MLP 784-HIDDEN-HIDDEN-10, batch 256, SGD lr 0.1) on the selected
+ * tools/train/train_mlp.c (MLP 784-HIDDEN-HIDDEN-10, batch 256, SGD lr 0.1) on the selected
  * devices: gpar_array_prepare's time (the array ops' kernels up front, its own line); the loss
  * after --iters steps (default 100) from the initial weights, eagerly and through graphs, of
  * which the first step is timed apart (waited for: what remains of the warm-up, the maps'
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "bench_common.h"
-#include "train_mlp.h"
+#include "train/train_mlp.h"
 
 /* steps steps of m, eagerly or through its graphs, one wait at the end: microseconds per step. */
 static int time_steps(bench_ctx *ctx, mlp *m, int graph, int first, int steps, double *us) {

@@ -1,10 +1,10 @@
-/* blas.h: what the BLAS calls of the api layer share (blas_operands.c): an operand as a strided
+/* blas_operands.h: what the BLAS calls of the api layer share (blas_operands.c): an operand as a strided
  * batch of matrices (a vector is one row, its increment the leading dimension), and the checks
  * and the op building every call goes through, so that each rule of gpar.h (ranges of unread
  * operands, overlaps by byte range over all batch entries, operands on the output's device,
  * exact read/write sets) is written once. Used by blas.c (GEMMs) and blas_vec.c (GEMV, level 1). */
-#ifndef GPAR_CORE_API_BLAS_H
-#define GPAR_CORE_API_BLAS_H
+#ifndef GPAR_CORE_API_BLAS_OPERANDS_H
+#define GPAR_CORE_API_BLAS_OPERANDS_H
 
 #include "api/api.h"
 

@@ -2,7 +2,8 @@
  * Multiple GPUs", in C with libgpar's public API only: a multilayer perceptron in -> hidden ->
  * hidden -> out (ReLU), softmax cross-entropy, plain SGD, the minibatch split across the
  * devices it is given, each layer's gradient allreduced as soon as its backward GEMM is done.
- * Used by examples/train.c, `gpar-bench train` and tests/array_train.c.
+ * Built as the convenience library libgpar_train.la (tools/local.mk) that examples/train.c,
+ * `gpar-bench train` and tests/array_train.c link.
  *
  * Data and weights come from one counter-based generator that bench/train_torch.py implements
  * too (splitmix64 of stream << 40 | index), so both sides start from the same bits:
@@ -12,8 +13,8 @@
  * - its label: argmax over classes c of sum_f T(c, f) q(f), integers (the first on ties), with a
  *   teacher T(c, f) = top 4 bits of stream 16 seed + 9 at c * in + f, minus 8: a learnable,
  *   exactly reproducible task. */
-#ifndef GPAR_EXAMPLES_TRAIN_MLP_H
-#define GPAR_EXAMPLES_TRAIN_MLP_H
+#ifndef GPAR_TOOLS_TRAIN_MLP_H
+#define GPAR_TOOLS_TRAIN_MLP_H
 
 #include <stdint.h>
 #include "gpar.h"
