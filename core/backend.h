@@ -136,6 +136,10 @@ typedef struct gpar__backend_ops {
   /* Device memory. Must not synchronise the device (pool / stream-ordered). */
   int (*mem_alloc)(gpar__bdev *dev, size_t bytes, void **mem);
   void (*mem_free)(gpar__bdev *dev, void *mem);
+  /* Optional (NULL: gpar_buffer_import refuses the device with GPAR_ENOTSUP): check that bytes
+   * at ptr, memory another library allocated, are usable by this device's ops and give the
+   * handle they take (*mem; the core never passes it to mem_free). Any thread. */
+  int (*mem_import)(gpar__bdev *dev, void *ptr, size_t bytes, void **mem);
   /* Pinned host memory usable by every device of every backend; optional (core falls back). */
   int (*host_alloc)(gpar__backend *be, size_t bytes, void **ptr);
   void (*host_free)(gpar__backend *be, void *ptr);

@@ -226,6 +226,18 @@ GPAR_API int gpar_device_find(gpar_engine *eng, int backend_id, int type, int sk
  * Device memory comes from a pool or a stream-ordered allocator: creating never waits on a
  * device. Contents are undefined until written. On failure *buf is the null handle (id 0). */
 GPAR_API int gpar_buffer_create(gpar_engine *eng, int dev, size_t bytes, gpar_buffer *buf);
+/* Make bytes at ptr, memory another library allocated (a NumPy array, a PyTorch or CuPy
+ * tensor), a buffer of device dev, without copying it: ops order on it like on any buffer.
+ * ptr is a host pointer on the CPU device (the host backend's: gpar_device_find(eng,
+ * GPAR_BACKEND_HOST, -1, 0)) or a device pointer on a CUDA device, checked there with
+ * cudaPointerGetAttributes; other devices (OpenCL) give GPAR_ENOTSUP, GPAR_HOST GPAR_EINVAL.
+ * Align ptr for the element types ops use on it. libgpar calls release(arg) (may be NULL) once
+ * the buffer is released and every op submitted on it is done, or at gpar_shutdown: then the
+ * owner may free the memory. It runs on any of libgpar's threads, possibly inside the engine,
+ * so it must neither block nor call libgpar. On failure nothing is registered and release is
+ * not called: the memory stays the caller's. */
+GPAR_API int gpar_buffer_import(gpar_engine *eng, int dev, void *ptr, size_t bytes, void (*release)(void *arg),
+                                void *arg, gpar_buffer *buf);
 /* Release a buffer. The memory is returned once every op already submitted on it is done;
  * the handle is invalid at once. */
 GPAR_API int gpar_buffer_release(gpar_buffer buf);

@@ -204,6 +204,10 @@ tests_shutdown_SOURCES = tests/shutdown.c $(GPAR_TEST_HDRS)
 # the launches in flight. The three lifetime tests pass under ASan and TSan too (.ci/run).
 GPAR_TAP_TESTS += tests/graph_lifetime
 tests_graph_lifetime_SOURCES = tests/graph_lifetime.c $(GPAR_TEST_HDRS)
+# buffer_import: another library's memory as a buffer (gpar_buffer_import) on every device; the
+# owner's release waits for the ops queued on it; refusals register nothing.
+GPAR_TAP_TESTS += tests/buffer_import
+tests_buffer_import_SOURCES = tests/buffer_import.c $(GPAR_TEST_HDRS)
 # comm_lifetime: destroyed communicator handles refused forever, destroy from inside an op
 # refused (GPAR_EDEADLK), communicators left at shutdown reclaimed.
 GPAR_TAP_TESTS += tests/comm_lifetime

@@ -182,6 +182,7 @@ GPAR__HIDDEN int gpar__cuda_lane_sync(gpar__bdev *dev, int lane);
 
 GPAR__HIDDEN int gpar__cuda_mem_alloc(gpar__bdev *dev, size_t bytes, void **mem);
 GPAR__HIDDEN void gpar__cuda_mem_free(gpar__bdev *dev, void *mem);
+GPAR__HIDDEN int gpar__cuda_mem_import(gpar__bdev *dev, void *ptr, size_t bytes, void **mem);
 GPAR__HIDDEN int gpar__cuda_host_alloc(gpar__backend *be, size_t bytes, void **ptr);
 GPAR__HIDDEN void gpar__cuda_host_free(gpar__backend *be, void *ptr);
 GPAR__HIDDEN int gpar__cuda_host_register(gpar__backend *be, void *ptr, size_t bytes, void **token);

@@ -40,6 +40,27 @@ int gpar__cuda_mem_alloc(gpar__bdev *dev, size_t bytes, void **mem) {
   return st;
 }
 
+/* Any thread: another library's device memory (PyTorch, CuPy) must be device or managed memory
+ * of this device. cudart cannot tell an allocation's end, so bytes is the caller's word. */
+int gpar__cuda_mem_import(gpar__bdev *dev, void *ptr, size_t bytes, void **mem) {
+  struct cudaPointerAttributes a;
+  cudaError_t e = cudaPointerGetAttributes(&a, ptr);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return gpar__errorf(GPAR_EINVAL, "gpar_buffer_import: cudaPointerGetAttributes(%p): %s", ptr,
+                        cudaGetErrorName(e));
+  }
+  if (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged)
+    return gpar__errorf(GPAR_EINVAL, "gpar_buffer_import: %p is not device memory (cudaMemoryType %d); import host "
+                                     "memory on the CPU device", ptr, (int)a.type);
+  if (a.device != dev->d.ordinal)
+    return gpar__errorf(GPAR_EINVAL, "gpar_buffer_import: %p is memory of CUDA device %d, not of device %d", ptr,
+                        a.device, dev->d.ordinal);
+  (void)bytes;
+  *mem = ptr;
+  return GPAR_OK;
+}
+
 /* Any thread; the core calls it only once every op using mem is done. */
 void gpar__cuda_mem_free(gpar__bdev *dev, void *mem) {
   struct cuda_dev *d = &dev->d;

@@ -68,6 +68,7 @@ const gpar__backend_ops gpar__cuda_backend = {
     .native = gpar__cuda_native,
     .mem_alloc = gpar__cuda_mem_alloc,
     .mem_free = gpar__cuda_mem_free,
+    .mem_import = gpar__cuda_mem_import,
     .host_alloc = gpar__cuda_host_alloc,
     .host_free = gpar__cuda_host_free,
     .host_register = gpar__cuda_host_register,

@@ -62,6 +62,12 @@ static int host_mem_alloc(gpar__bdev *dev, size_t bytes, void **mem) {
 
 static void host_mem_free(gpar__bdev *dev, void *mem) { free(mem); }
 
+/* Another library's host memory: the CPU's ops take the pointer as it is. */
+static int host_mem_import(gpar__bdev *dev, void *ptr, size_t bytes, void **mem) {
+  *mem = ptr;
+  return GPAR_OK;
+}
+
 static int host_copy(gpar__bdev *dev, int lane, const gpar__copy_args *a) {
   memcpy((char *)a->dst + a->dst_off, (const char *)a->src + a->src_off, a->bytes);
   return GPAR_OK;
@@ -85,6 +91,7 @@ const gpar__backend_ops gpar__host_backend = {
     .native = host_native,
     .mem_alloc = host_mem_alloc,
     .mem_free = host_mem_free,
+    .mem_import = host_mem_import,
     .copy = host_copy,
     .fill = host_fill,
     .gemm = gpar__host_gemm,

@@ -1,4 +1,4 @@
-/* buffers.c: the public buffer calls (create, release, host pointer, native handle, size and
+/* buffers.c: the public buffer calls (create, import, release, host pointer, native handle, size and
  * device) and the range check every op call shares. */
 #include "api/api.h"
 
@@ -19,6 +19,20 @@ GPAR_API int gpar_buffer_create(gpar_engine *e, int dev, size_t bytes, gpar_buff
     st = gpar__errorf(GPAR_EINVAL, "gpar_buffer_create: buf is NULL");
   else
     st = gpar__buf_create(eng, dev, bytes, buf);
+  gpar__engine_leave(eng);
+  return st;
+}
+
+GPAR_API int gpar_buffer_import(gpar_engine *e, int dev, void *ptr, size_t bytes, void (*release)(void *arg),
+                                void *arg, gpar_buffer *buf) {
+  int st;
+  if (buf) *buf = (gpar_buffer){0, 0};
+  gpar_engine *eng = gpar__engine_enter(e, &st);
+  if (!eng) return st;
+  if (!buf)
+    st = gpar__errorf(GPAR_EINVAL, "gpar_buffer_import: buf is NULL");
+  else
+    st = gpar__buf_import(eng, dev, ptr, bytes, release, arg, buf);
   gpar__engine_leave(eng);
   return st;
 }

@@ -80,7 +80,13 @@ void gpar__buf_ref(gpar__buf *b) { atomic_fetch_add_explicit(&b->refs, 1, memory
 /* Free a buffer nothing references any more, and its slot. */
 static void buf_free(gpar__buf *b) {
   gpar_engine *eng = b->eng;
-  if (b->dev)
+  void (*release)(void *) = b->release;
+  void *release_arg = b->release_arg;
+  b->release = NULL;
+  b->release_arg = NULL;
+  if (release)
+    release(release_arg); /* imported: the owner frees it */
+  else if (b->dev)
     b->dev->ops->mem_free(b->dev->bdev, b->mem);
   else if (b->mem)
     gpar__pinned_free(eng->pinned, b->mem);
@@ -127,8 +133,15 @@ static gpar__buf *slot_take(gpar_engine *eng) {
   return b;
 }
 
+/* What frees an imported buffer's memory (gpar_buffer_import); {NULL, NULL} for libgpar's own. */
+typedef struct {
+  void (*fn)(void *arg);
+  void *arg;
+} buf_owner;
+
 /* A new buffer over mem (bytes 0: a token), with one reference: the handle's. */
-static int buf_register(gpar_engine *eng, gpar__device *dev, size_t bytes, void *mem, gpar_buffer *out) {
+static int buf_register(gpar_engine *eng, gpar__device *dev, size_t bytes, void *mem, buf_owner owner,
+                        gpar_buffer *out) {
   if (atomic_load(&eng->state) == GPAR__ENG_CLOSED) return gpar__errorf(GPAR_ESHUTDOWN, "engine is shut down");
   uint64_t serial = gpar__buf_serial_next();
   if (!serial) return gpar__errorf(GPAR_ENOMEM, "buffer serials used up");
@@ -141,6 +154,8 @@ static int buf_register(gpar_engine *eng, gpar__device *dev, size_t bytes, void 
   b->host_memory = !dev || !dev->ops->ordered_by_events;
   b->mem = mem;
   b->bytes = bytes;
+  b->release = owner.fn;
+  b->release_arg = owner.arg;
   b->status = GPAR_OK;
   atomic_store(&b->released, 0);
   atomic_store(&b->serial, serial);
@@ -168,7 +183,7 @@ int gpar__buf_create(gpar_engine *eng, int dev, size_t bytes, gpar_buffer *buf) 
     st = gpar__pinned_alloc(eng, bytes, &mem);
   }
   if (st) return st;
-  if ((st = buf_register(eng, d, bytes, mem, buf)) != GPAR_OK) {
+  if ((st = buf_register(eng, d, bytes, mem, (buf_owner){NULL, NULL}, buf)) != GPAR_OK) {
     if (d)
       d->ops->mem_free(d->bdev, mem);
     else
@@ -177,7 +192,28 @@ int gpar__buf_create(gpar_engine *eng, int dev, size_t bytes, gpar_buffer *buf) 
   return st;
 }
 
-int gpar__buf_create_token(gpar_engine *eng, gpar_buffer *buf) { return buf_register(eng, NULL, 0, NULL, buf); }
+int gpar__buf_import(gpar_engine *eng, int dev, void *ptr, size_t bytes, void (*release)(void *arg), void *arg,
+                     gpar_buffer *buf) {
+  if (bytes == 0) return gpar__errorf(GPAR_EINVAL, "gpar_buffer_import: size is 0");
+  if (!ptr) return gpar__errorf(GPAR_EINVAL, "gpar_buffer_import: ptr is NULL");
+  if (dev == GPAR_HOST)
+    return gpar__errorf(GPAR_EINVAL, "gpar_buffer_import: GPAR_HOST is libgpar's pinned memory; import host memory "
+                                     "on the CPU device (gpar_device_find(eng, GPAR_BACKEND_HOST, -1, 0))");
+  if (dev < 0 || dev >= eng->ndev)
+    return gpar__errorf(GPAR_ENODEV, "gpar_buffer_import: device %d does not exist (%d devices)", dev, eng->ndev);
+  gpar__device *d = eng->devs[dev];
+  if (!d->ops->mem_import)
+    return gpar__errorf(GPAR_ENOTSUP, "gpar_buffer_import: device %d (%s, %s) cannot use another library's memory",
+                        dev, d->ops->name, d->info.name);
+  void *mem;
+  int st = d->ops->mem_import(d->bdev, ptr, bytes, &mem);
+  if (st) return st;
+  return buf_register(eng, d, bytes, mem, (buf_owner){release, arg}, buf);
+}
+
+int gpar__buf_create_token(gpar_engine *eng, gpar_buffer *buf) {
+  return buf_register(eng, NULL, 0, NULL, (buf_owner){NULL, NULL}, buf);
+}
 
 static int buf_release(gpar_engine *eng, gpar_buffer h, int token) {
   gpar__buf *b;

@@ -23,6 +23,10 @@ struct gpar__buf {
   int host_memory;             /* 1 when host code can touch mem */
   void *mem;                   /* device handle or host pointer */
   size_t bytes;                /* 0: a token (ordering only, no memory) */
+  /* Imported memory (gpar_buffer_import): the owner's release, called once instead of freeing
+   * mem when the last reference goes; NULL for memory libgpar allocated. */
+  void (*release)(void *arg);
+  void *release_arg;
   /* Dependency state (lock). */
   gpar__spin lock;
   gpar__op *writer;            /* last writer not yet retired */
@@ -48,6 +52,10 @@ GPAR__HIDDEN void gpar__buf_put(gpar__buf *b);
 GPAR__HIDDEN void gpar__buf_ref(gpar__buf *b);
 /* Create a buffer of bytes on device dev (GPAR_HOST: pinned host memory). */
 GPAR__HIDDEN int gpar__buf_create(gpar_engine *eng, int dev, size_t bytes, gpar_buffer *buf);
+/* A buffer over bytes at ptr that another library owns, on device dev (its backend's
+ * mem_import checks the memory); release(arg) runs when the last reference goes. */
+GPAR__HIDDEN int gpar__buf_import(gpar_engine *eng, int dev, void *ptr, size_t bytes, void (*release)(void *arg),
+                                  void *arg, gpar_buffer *buf);
 /* A buffer with no memory, for ordering only (tokens: ops that read or write it are ordered
  * by it like by any buffer). */
 GPAR__HIDDEN int gpar__buf_create_token(gpar_engine *eng, gpar_buffer *buf);
