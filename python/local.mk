@@ -9,11 +9,12 @@ GPAR_PY_EXT_SOURCES = python/ext/pygpar.h python/ext/dlpack.h python/ext/module.
 GPAR_PY_PACKAGE = python/gpar/__init__.py python/gpar/_engine.py python/gpar/_array.py python/gpar/_kernel.py \
 	python/gpar/_ops.py
 GPAR_PY_TESTS = tests/python/test_arrays.py tests/python/test_dlpack.py tests/python/test_kernels.py \
-	tests/python/test_errors.py tests/python/test_lifetimes.py tests/python/test_examples.py
+	tests/python/test_errors.py tests/python/test_lifetimes.py tests/python/test_examples.py \
+	tests/python/test_bench.py
 GPAR_PY_EXAMPLES = examples/python/chapter.py examples/python/train.py examples/python/kernel_inplace.py \
 	examples/python/README.md
 EXTRA_DIST += $(GPAR_PY_EXT_SOURCES) $(GPAR_PY_PACKAGE) $(GPAR_PY_TESTS) $(GPAR_PY_EXAMPLES) tests/python/tap.py \
-	tests/python-tap.sh
+	tests/python-tap.sh bench/python-bench.py
 
 if HAVE_PYTHON
 pyexec_LTLIBRARIES = python/_gpar.la

@@ -4,7 +4,7 @@
 # devices (host CPU, CUDA GPUs, OpenCL devices such as PoCL's). Run from the repository root.
 set -eu
 cd "$(dirname "$0")/.."
-pkgs="build-essential autoconf automake libtool pkg-config libopenblas-dev ocl-icd-opencl-dev opencl-c-headers libclblast-dev pocl-opencl-icd libjansson-dev help2man openmpi-bin libopenmpi-dev"
+pkgs="build-essential autoconf automake libtool pkg-config libopenblas-dev ocl-icd-opencl-dev opencl-c-headers libclblast-dev pocl-opencl-icd libjansson-dev help2man openmpi-bin libopenmpi-dev python3-dev python3-numpy"
 if command -v apt-get >/dev/null 2>&1; then
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
   echo "== installing: $pkgs"
@@ -15,7 +15,10 @@ fi
 echo "== building"
 autoreconf -fi >/dev/null 2>&1
 mkdir -p build && cd build
-../configure >configure.log 2>&1 || { tail -20 configure.log; exit 1; }
+# The Python module is built for the interpreter apt's NumPy belongs to (another python3 may come
+# first on PATH, e.g. pyenv's); PYTHON=... in the environment wins.
+[ -n "${PYTHON:-}" ] || [ ! -x /usr/bin/python3 ] || PYTHON=/usr/bin/python3
+../configure ${PYTHON:+PYTHON="$PYTHON"} >configure.log 2>&1 || { tail -20 configure.log; exit 1; }
 sed -n '/configuration summary/,$p' configure.log
 make -j"$(nproc)" >make.log 2>&1 || { grep -m20 -E 'error' make.log; exit 1; }
 echo "== devices"

@@ -8,6 +8,7 @@
 #include <structmember.h>
 
 PyTypeObject *gpy_buffer_type;
+static PyObject *name_buf, *name_off; /* "_buf" and "_off", interned once: launches look them up */
 
 PyObject *gpy_buffer_new(gpar_buffer h, int dev, size_t bytes) {
   gpy_buffer *b = PyObject_New(gpy_buffer, gpy_buffer_type);
@@ -44,13 +45,13 @@ int gpy_buffer_arg(PyObject *o, gpar_buffer *h, size_t *off) {
     *off = 0;
     return 0;
   }
-  PyObject *b = PyObject_GetAttrString(o, "_buf");
+  PyObject *b = PyObject_GetAttr(o, name_buf);
   if (!b) {
     PyErr_Clear();
     PyErr_Format(PyExc_TypeError, "expected a gpar array or buffer");
     return -1;
   }
-  PyObject *offo = PyObject_GetAttrString(o, "_off");
+  PyObject *offo = PyObject_GetAttr(o, name_off);
   int r = offo && gpy_buffer_handle(b, h) == 0 ? 0 : -1;
   if (r == 0) {
     *off = PyLong_AsSize_t(offo);
@@ -80,6 +81,7 @@ static PyType_Slot buffer_slots[] = {{Py_tp_dealloc, (void *)buffer_dealloc},
 static PyType_Spec buffer_spec = {"_gpar.Buffer", sizeof(gpy_buffer), 0, Py_TPFLAGS_DEFAULT, buffer_slots};
 
 int gpy_buffer_type_init(PyObject *module) {
+  if (!(name_buf = PyUnicode_InternFromString("_buf")) || !(name_off = PyUnicode_InternFromString("_off"))) return -1;
   gpy_buffer_type = (PyTypeObject *)PyType_FromSpec(&buffer_spec);
   if (!gpy_buffer_type) return -1;
   Py_INCREF(gpy_buffer_type);

@@ -111,6 +111,27 @@ static PyObject *py_kernel_launch(PyObject *self, PyObject *args) {
   Py_RETURN_NONE;
 }
 
+/* The same launch from C, n times (arguments converted once, GIL held as a launch holds it):
+ * what benchmarks set a Python launch loop against, in one process. */
+static PyObject *py_launch_loop(PyObject *self, PyObject *args) {
+  unsigned long long id;
+  int dev;
+  Py_ssize_t n;
+  PyObject *groups, *sizes, *a;
+  const char *kinds;
+  if (!PyArg_ParseTuple(args, "KiOOsO!n", &id, &dev, &groups, &sizes, &kinds, &PyTuple_Type, &a, &n)) return NULL;
+  gpar_grid g = {{0, 0, 0}, {1, 1, 1}};
+  gpar_arg av[MAX_ARGS];
+  if (read_dims3(groups, g.groups, "groups") < 0 || read_dims3(sizes, g.group_size, "group_size") < 0) return NULL;
+  int na = convert_args(a, kinds, av);
+  if (na < 0) return NULL;
+  for (Py_ssize_t i = 0; i < n; i++) {
+    int st = gpar_kernel_launch((gpar_kernel){id}, dev, &g, av, na);
+    if (st) return gpy_raise(st);
+  }
+  Py_RETURN_NONE;
+}
+
 static PyObject *py_map_create(PyObject *self, PyObject *args) {
   PyObject *e;
   const char *name, *params, *expr;
@@ -160,6 +181,8 @@ PyMethodDef gpy_kernel_methods[] = {
     {"kernel_log", py_kernel_log, METH_VARARGS, "kernel_log(id, dev) -> the compiler's log"},
     {"kernel_launch", py_kernel_launch, METH_VARARGS,
      "kernel_launch(id, dev, groups, group_size, kinds, args): kinds one letter per argument (b i I l L f d)"},
+    {"launch_loop", py_launch_loop, METH_VARARGS,
+     "launch_loop(id, dev, groups, group_size, kinds, args, n): the same launch n times from C (benchmarks)"},
     {"map_create", py_map_create, METH_VARARGS, "map_create(engine, name, params, expr) -> id"},
     {"map_release", py_map_release, METH_O, "map_release(id)"},
     {"map_kernel", py_map_kernel, METH_O, "map_kernel(id) -> the map's kernel id"},

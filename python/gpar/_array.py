@@ -235,11 +235,17 @@ def zeros(shape, dtype="float32", device=None, engine=None):
     return a
 
 
+_LEGACY = set()  # producer types whose __dlpack__ takes no max_version (before DLPack 1.0: NumPy < 2.1)
+
+
 def _capsule(x, stream):
-    try:
-        return x.__dlpack__(stream=stream, max_version=(1, 0))
-    except TypeError:  # a producer before DLPack 1.0 (NumPy < 2.1) takes no max_version
-        return x.__dlpack__(stream=stream) if stream is not None else x.__dlpack__()
+    t = type(x)
+    if t not in _LEGACY:
+        try:
+            return x.__dlpack__(stream=stream, max_version=(1, 0))
+        except TypeError:
+            _LEGACY.add(t)
+    return x.__dlpack__(stream=stream) if stream is not None else x.__dlpack__()
 
 
 def from_dlpack(x, engine=None, device=None, copy=None):
