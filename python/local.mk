@@ -3,7 +3,7 @@
 # pythondir builds arrays, kernels and graphs on it. Built when configure found Python >= 3.9
 # with its headers (m4/gpar_python.m4). tests/python/ runs in make check through
 # tests/python-tap.sh, which points PYTHONPATH at this build.
-GPAR_PY_EXT_SOURCES = python/ext/pygpar.h python/ext/dlpack.h python/ext/module.c python/ext/owners.c \
+GPAR_PY_EXT_SOURCES = python/ext/pygpar.h python/ext/dlpack.h python/ext/module.c python/ext/errors.c python/ext/owners.c \
 	python/ext/engine.c python/ext/buffer.c python/ext/dlpack.c python/ext/kernel.c python/ext/blas.c \
 	python/ext/graph.c
 GPAR_PY_PACKAGE = python/gpar/__init__.py python/gpar/_engine.py python/gpar/_array.py python/gpar/_kernel.py \

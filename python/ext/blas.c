@@ -20,10 +20,10 @@ static PyObject *py_gemm(PyObject *self, PyObject *args) {
   if (gpy_buffer_handle(A, &a) || gpy_buffer_handle(B, &b) || gpy_buffer_handle(C, &c)) return NULL;
   if (ao < 0 || bo < 0 || co < 0) return gpy_refuse(GPAR_EINVAL, "gemm: negative offset");
   if (dbl)
-    return done(gpar_dgemm((gpar_trans)ta, (gpar_trans)tb, m, n, k, alpha, a, (size_t)ao, lda, b, (size_t)bo, ldb,
-                           beta, c, (size_t)co, ldc));
-  return done(gpar_sgemm((gpar_trans)ta, (gpar_trans)tb, m, n, k, (float)alpha, a, (size_t)ao, lda, b, (size_t)bo,
-                         ldb, (float)beta, c, (size_t)co, ldc));
+    return done(gpar_dgemm((gpar_trans)ta, (gpar_trans)tb, m, n, k, alpha, a, (size_t)ao, lda, b, (size_t)bo, ldb, beta,
+                           c, (size_t)co, ldc));
+  return done(gpar_sgemm((gpar_trans)ta, (gpar_trans)tb, m, n, k, (float)alpha, a, (size_t)ao, lda, b, (size_t)bo, ldb,
+                         (float)beta, c, (size_t)co, ldc));
 }
 
 static PyObject *py_unary(PyObject *self, PyObject *args) {
@@ -45,8 +45,8 @@ static PyObject *py_binary(PyObject *self, PyObject *args) {
   if (!PyArg_ParseTuple(args, "iinOnOnOn", &op, &dtype, &count, &A, &ao, &B, &bo, &C, &co)) return NULL;
   if (gpy_buffer_handle(A, &a) || gpy_buffer_handle(B, &b) || gpy_buffer_handle(C, &c)) return NULL;
   if (count < 0 || ao < 0 || bo < 0 || co < 0) return gpy_refuse(GPAR_EINVAL, "binary: negative count or offset");
-  return done(gpar_binary((gpar_binop)op, (gpar_dtype)dtype, (size_t)count, a, (size_t)ao, b, (size_t)bo, c,
-                          (size_t)co));
+  return done(
+      gpar_binary((gpar_binop)op, (gpar_dtype)dtype, (size_t)count, a, (size_t)ao, b, (size_t)bo, c, (size_t)co));
 }
 
 static PyObject *py_binary_bcast(PyObject *self, PyObject *args) {

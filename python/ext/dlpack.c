@@ -4,8 +4,8 @@
  * kDLCUDAHost) on the CPU device, CUDA memory on the CUDA device of that ordinal; the
  * producer's deleter runs once libgpar is done with the buffer. Export wraps a buffer's memory
  * in a capsule that holds the exporting array alive until the consumer's deleter. */
-#include "pygpar.h"
 #include "dlpack.h"
+#include "pygpar.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -42,8 +42,9 @@ static const char *device_name(int t) {
 static int device_of(gpar_engine *eng, DLDevice d) {
   if (d.device_type == kDLCPU || d.device_type == kDLCUDAHost) {
     int dev = gpar_device_find(eng, GPAR_BACKEND_HOST, -1, 0);
-    if (dev < 0) gpy_refuse(GPAR_ENODEV, "from_dlpack: host memory (%s) needs the CPU device, which this engine lacks",
-                            device_name(d.device_type));
+    if (dev < 0)
+      gpy_refuse(GPAR_ENODEV, "from_dlpack: host memory (%s) needs the CPU device, which this engine lacks",
+                 device_name(d.device_type));
     return dev < 0 ? -1 : dev;
   }
   if (d.device_type == kDLCUDA || d.device_type == kDLCUDAManaged) {
@@ -76,9 +77,10 @@ static size_t extent_of(const DLTensor *t) {
   uint64_t last = 0, compact = 1;
   for (int i = t->ndim - 1; i >= 0; i--) {
     int64_t n = t->shape[i], s = t->strides ? t->strides[i] : (int64_t)compact;
-    const char *why = n < 0 ? "a negative dimension" : n == 0 ? "an empty tensor (a buffer holds at least one byte)"
-                                                 : s < 0  ? "a negative stride (not supported)"
-                                                          : NULL;
+    const char *why = n < 0    ? "a negative dimension"
+                      : n == 0 ? "an empty tensor (a buffer holds at least one byte)"
+                      : s < 0  ? "a negative stride (not supported)"
+                               : NULL;
     if (why) {
       gpy_refuse(n == 0 || n < 0 ? GPAR_EINVAL : GPAR_ENOTSUP, "from_dlpack: %s: dimension %d of %lld, stride %lld",
                  why, i, (long long)n, (long long)s);
@@ -146,8 +148,9 @@ static PyObject *py_dlpack_import(PyObject *self, PyObject *args) {
   }
   int readonly = (flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0;
   if (readonly && !allow_readonly)
-    return gpy_refuse(GPAR_EINVAL, "from_dlpack: the tensor is read-only (libgpar ops may write any buffer): pass "
-                                   "copy=True for a writable copy");
+    return gpy_refuse(GPAR_EINVAL,
+                      "from_dlpack: the tensor is read-only (libgpar ops may write any buffer): pass "
+                      "copy=True for a writable copy");
   if (t->ndim > 64) return gpy_refuse(GPAR_ENOTSUP, "from_dlpack: %d dimensions (at most 64)", (int)t->ndim);
   size_t bytes = extent_of(t);
   if (!bytes) return NULL;

@@ -7,8 +7,7 @@ static PyObject *py_init(PyObject *self, PyObject *args, PyObject *kw) {
   static char *names[] = {"backends", "lanes", "host_threads", "synchronous", "quiet", NULL};
   unsigned backends = 0;
   int lanes = -1, host_threads = -1, synchronous = -1, quiet = 1;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "|Iiiip", names, &backends, &lanes, &host_threads, &synchronous,
-                                   &quiet))
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "|Iiiip", names, &backends, &lanes, &host_threads, &synchronous, &quiet))
     return NULL;
   gpy_owners_drain();
   gpar_config cfg;
@@ -61,13 +60,15 @@ static PyObject *py_device_info(PyObject *self, PyObject *args) {
   gpar_device_props p;
   int st = gpar_device_info(eng, dev, &p);
   if (st) return gpy_raise(st);
-  return Py_BuildValue("{s:i,s:s,s:i,s:i,s:s,s:s,s:s,s:K,s:i,s:i,s:K,s:s,s:s,s:i}", "index", dev, "backend",
-                       p.backend, "backend_id", p.backend_id, "backend_index", p.backend_index, "vendor", p.vendor,
-                       "name", p.name, "type", p.type == GPAR_DEVICE_CPU ? "cpu" : p.type == GPAR_DEVICE_GPU ? "gpu" : "other",
+  return Py_BuildValue("{s:i,s:s,s:i,s:i,s:s,s:s,s:s,s:K,s:i,s:i,s:K,s:s,s:s,s:i}", "index", dev, "backend", p.backend,
+                       "backend_id", p.backend_id, "backend_index", p.backend_index, "vendor", p.vendor, "name", p.name,
+                       "type",
+                       p.type == GPAR_DEVICE_CPU   ? "cpu"
+                       : p.type == GPAR_DEVICE_GPU ? "gpu"
+                                                   : "other",
                        "memory_bytes", (unsigned long long)p.memory_bytes, "copy_engines", p.copy_engines,
-                       "compute_units", p.compute_units, "peer_mask", (unsigned long long)p.peer_mask,
-                       "driver_version", p.driver_version, "runtime_version", p.runtime_version, "compute_lanes",
-                       p.compute_lanes);
+                       "compute_units", p.compute_units, "peer_mask", (unsigned long long)p.peer_mask, "driver_version",
+                       p.driver_version, "runtime_version", p.runtime_version, "compute_lanes", p.compute_lanes);
 }
 
 static PyObject *py_device_find(PyObject *self, PyObject *args) {
@@ -88,8 +89,8 @@ static PyObject *py_config(PyObject *self, PyObject *arg) {
   int st = gpar_config_get(eng, &c);
   if (st) return gpy_raise(st);
   return Py_BuildValue("{s:i,s:i,s:I,s:i,s:i,s:z,s:z}", "synchronous", c.synchronous, "host_threads", c.host_threads,
-                       "backends", c.backends, "lanes", c.lanes, "tf32", c.tf32, "kernel_cache_dir",
-                       c.kernel_cache_dir, "kernel_cc", c.kernel_cc);
+                       "backends", c.backends, "lanes", c.lanes, "tf32", c.tf32, "kernel_cache_dir", c.kernel_cache_dir,
+                       "kernel_cc", c.kernel_cc);
 }
 
 static PyObject *py_stats(PyObject *self, PyObject *arg) {
@@ -101,9 +102,9 @@ static PyObject *py_stats(PyObject *self, PyObject *arg) {
   return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "ops_submitted", s.ops_submitted,
                        "ops_completed", s.ops_completed, "ops_failed", s.ops_failed, "ops_in_flight", s.ops_in_flight,
                        "buffers_live", s.buffers_live, "kernels_live", s.kernels_live, "kernel_launches",
-                       s.kernel_launches, "kernel_builds", s.kernel_builds, "kernel_memory_hits",
-                       s.kernel_memory_hits, "kernel_disk_hits", s.kernel_disk_hits, "graph_native_launches",
-                       s.graph_native_launches, "lane_moves", s.lane_moves);
+                       s.kernel_launches, "kernel_builds", s.kernel_builds, "kernel_memory_hits", s.kernel_memory_hits,
+                       "kernel_disk_hits", s.kernel_disk_hits, "graph_native_launches", s.graph_native_launches,
+                       "lane_moves", s.lane_moves);
 }
 
 static PyObject *py_fault_inject(PyObject *self, PyObject *args) {

@@ -15,11 +15,11 @@
 /* A buffer handle owned by Python: released when the object goes. */
 typedef struct {
   PyObject_HEAD gpar_buffer h;
-  int dev;         /* device index (GPAR_HOST for pinned host memory) */
+  int dev; /* device index (GPAR_HOST for pinned host memory) */
   size_t bytes;
 } gpy_buffer;
 
-/* module.c: the exception class gpar.Error, and raising it. */
+/* errors.c: the exception class gpar.Error (made by module.c), and raising it. */
 extern PyObject *gpy_error;
 /* Raise gpar.Error(status, name, message) from status and the thread's gpar_last_error();
  * returns NULL. */
@@ -42,6 +42,7 @@ int gpy_buffer_arg(PyObject *o, gpar_buffer *h, size_t *off);
 extern PyMethodDef gpy_buffer_methods[];
 
 /* engine.c, dlpack.c, kernel.c, blas.c, graph.c: module functions. */
+extern PyMethodDef gpy_error_methods[];
 extern PyMethodDef gpy_engine_methods[];
 extern PyMethodDef gpy_dlpack_methods[];
 extern PyMethodDef gpy_kernel_methods[];
