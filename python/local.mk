@@ -5,12 +5,12 @@
 # tests/python-tap.sh, which points PYTHONPATH at this build.
 GPAR_PY_EXT_SOURCES = python/ext/pygpar.h python/ext/dlpack.h python/ext/module.c python/ext/errors.c python/ext/owners.c \
 	python/ext/engine.c python/ext/buffer.c python/ext/dlpack.c python/ext/kernel.c python/ext/blas.c \
-	python/ext/graph.c
+	python/ext/graph.c python/ext/comm.c
 GPAR_PY_PACKAGE = python/gpar/__init__.py python/gpar/_engine.py python/gpar/_array.py python/gpar/_kernel.py \
-	python/gpar/_ops.py
+	python/gpar/_ops.py python/gpar/_comm.py
 GPAR_PY_TESTS = tests/python/test_arrays.py tests/python/test_dlpack.py tests/python/test_kernels.py \
 	tests/python/test_errors.py tests/python/test_lifetimes.py tests/python/test_examples.py \
-	tests/python/test_bench.py
+	tests/python/test_bench.py tests/python/test_collectives.py
 GPAR_PY_EXAMPLES = examples/python/chapter.py examples/python/train.py examples/python/kernel_inplace.py \
 	examples/python/README.md
 EXTRA_DIST += $(GPAR_PY_EXT_SOURCES) $(GPAR_PY_PACKAGE) $(GPAR_PY_TESTS) $(GPAR_PY_EXAMPLES) tests/python/tap.py \

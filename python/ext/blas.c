@@ -85,6 +85,21 @@ static PyObject *py_reduce_matrix(PyObject *self, PyObject *args) {
       gpar_reduce_matrix((gpar_redop)op, (gpar_dtype)dtype, m, n, a, (size_t)ao, lda, (gpar_axis)axis, o, (size_t)oo));
 }
 
+static PyObject *py_softmax_xent(PyObject *self, PyObject *args) {
+  int dtype, k, n, ldz, ldg;
+  double scale;
+  Py_ssize_t zo, lo, so, go;
+  PyObject *Z, *L, *S, *G;
+  gpar_buffer z, l, s = {0, 0}, g = {0, 0};
+  if (!PyArg_ParseTuple(args, "iiiOniOndOnOni", &dtype, &k, &n, &Z, &zo, &ldz, &L, &lo, &scale, &S, &so, &G, &go, &ldg))
+    return NULL;
+  if (gpy_buffer_handle(Z, &z) || gpy_buffer_handle(L, &l)) return NULL;
+  if ((S != Py_None && gpy_buffer_handle(S, &s)) || (G != Py_None && gpy_buffer_handle(G, &g))) return NULL;
+  if (zo < 0 || lo < 0 || so < 0 || go < 0) return gpy_refuse(GPAR_EINVAL, "softmax_xent: negative offset");
+  return done(gpar_softmax_xent((gpar_dtype)dtype, k, n, z, (size_t)zo, ldz, l, (size_t)lo, scale, s, (size_t)so, g,
+                                (size_t)go, ldg));
+}
+
 static PyObject *py_array_prepare(PyObject *self, PyObject *args) {
   PyObject *e;
   int dev, st;
@@ -106,5 +121,8 @@ PyMethodDef gpy_blas_methods[] = {
     {"reduce_range", py_reduce_range, METH_VARARGS, "reduce_range(op, dtype, count, x, x_off, out, out_off)"},
     {"reduce_matrix", py_reduce_matrix, METH_VARARGS,
      "reduce_matrix(op, dtype, m, n, A, a_off, lda, axis, out, out_off)"},
+    {"softmax_xent", py_softmax_xent, METH_VARARGS,
+     "softmax_xent(dtype, k, n, Z, z_off, ldz, labels, labels_off, grad_scale, loss or None, loss_off, G or None, "
+     "g_off, ldg)"},
     {"array_prepare", py_array_prepare, METH_VARARGS, "array_prepare(engine, dev): build the array kernels now"},
     {NULL, NULL, 0, NULL}};

@@ -28,8 +28,9 @@ PyMODINIT_FUNC PyInit__gpar(void);
 PyMODINIT_FUNC PyInit__gpar(void) {
   PyObject *m = PyModule_Create(&module_def);
   if (!m) return NULL;
-  PyMethodDef *tables[] = {gpy_error_methods,  gpy_engine_methods, gpy_buffer_methods, gpy_dlpack_methods,
-                           gpy_kernel_methods, gpy_blas_methods,   gpy_graph_methods,  gpy_owner_methods};
+  PyMethodDef *tables[] = {gpy_error_methods,  gpy_engine_methods, gpy_buffer_methods,
+                           gpy_dlpack_methods, gpy_kernel_methods, gpy_blas_methods,
+                           gpy_graph_methods,  gpy_comm_methods,   gpy_owner_methods};
   for (size_t i = 0; i < sizeof tables / sizeof *tables; i++)
     if (add_functions(m, tables[i]) < 0) goto fail;
   gpy_error = PyErr_NewExceptionWithDoc("gpar.Error",

@@ -41,13 +41,14 @@ int gpy_buffer_handle(PyObject *o, gpar_buffer *h);
 int gpy_buffer_arg(PyObject *o, gpar_buffer *h, size_t *off);
 extern PyMethodDef gpy_buffer_methods[];
 
-/* engine.c, dlpack.c, kernel.c, blas.c, graph.c: module functions. */
+/* engine.c, dlpack.c, kernel.c, blas.c, graph.c, comm.c: module functions. */
 extern PyMethodDef gpy_error_methods[];
 extern PyMethodDef gpy_engine_methods[];
 extern PyMethodDef gpy_dlpack_methods[];
 extern PyMethodDef gpy_kernel_methods[];
 extern PyMethodDef gpy_blas_methods[];
 extern PyMethodDef gpy_graph_methods[];
+extern PyMethodDef gpy_comm_methods[];
 
 /* owners.c: the memory of imported tensors goes back to its owner (a DLPack deleter) under the
  * GIL: libgpar calls gpy_owner_release from any thread, possibly inside the engine, where

@@ -14,11 +14,12 @@ gpar.Error, which carries libgpar's status (e.status, e.name) and message."""
 from _gpar import Error  # noqa: F401
 
 from ._array import Array, DTYPES, asarray, empty, from_dlpack, zeros  # noqa: F401
+from ._comm import Comm  # noqa: F401
 from ._engine import Device, Engine, Graph, default_engine  # noqa: F401
 from ._kernel import Kernel, Map  # noqa: F401
 from ._ops import (abs, add, add_rows, divide, exp, log, matmul, max, maximum, min, minimum,  # noqa: F401,A004
-                   multiply, negative, relu, sigmoid, sqrt, subtract, sum, tanh)
+                   multiply, negative, prepare, relu, sigmoid, softmax_xent, sqrt, subtract, sum, tanh)
 
 __all__ = ["Error", "Array", "DTYPES", "asarray", "empty", "from_dlpack", "zeros", "Device", "Engine", "Graph",
-           "default_engine", "Kernel", "Map", "abs", "add", "add_rows", "divide", "exp", "log", "matmul", "max",
+           "default_engine", "Kernel", "Map", "Comm", "prepare", "softmax_xent", "abs", "add", "add_rows", "divide", "exp", "log", "matmul", "max",
            "maximum", "min", "minimum", "multiply", "negative", "relu", "sigmoid", "sqrt", "subtract", "sum", "tanh"]

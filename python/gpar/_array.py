@@ -276,7 +276,8 @@ def from_dlpack(x, engine=None, device=None, copy=None):
 def asarray(obj, dtype=None, device=None, engine=None):
     """obj as an array: a gpar Array as it is (moved to device if given), anything with
     __dlpack__ through from_dlpack, anything else through numpy.asarray first (then dtype
-    applies). Host data meant for a GPU is copied there."""
+    applies). Host data meant for a GPU is copied there; on the CPU device a NumPy array's (or
+    a CPU tensor's) own memory is used, as torch.from_numpy does: ops on the result change it."""
     if isinstance(obj, Array) or hasattr(obj, "__dlpack__"):
         a = from_dlpack(obj, engine=engine, device=device)
         if dtype is not None and dtype_name(dtype) != a.dtype:

@@ -100,13 +100,45 @@ def add_rows(x, v, out=None):
 def _reduce(name):
     op = _REDUCE[name]
 
-    def f(x, out=None):
-        r = _out(out, x, (1,))
-        _gpar.reduce_range(op, _gdtype(x), x.size, x._buf, _el(x), r._buf, _el(r))
+    def f(x, axis=None, out=None):
+        if axis is None:
+            r = _out(out, x, (1,))
+            _gpar.reduce_range(op, _gdtype(x), x.size, x._buf, _el(x), r._buf, _el(r))
+            return r
+        if x.ndim != 2 or axis not in (0, 1):
+            _gpar.refuse(_gpar.GPAR_EINVAL, "%s: axis 0 or 1 of a 2-D array, not axis %r of %s" % (name, axis, x.shape))
+        rows, cols = x.shape
+        r = _out(out, x, (cols,) if axis == 0 else (rows,))
+        # row-major rows x cols is column-major cols x rows: axis 0 (over rows) is per column-major row
+        _gpar.reduce_matrix(op, _gdtype(x), cols, rows, x._buf, _el(x), builtins.max(cols, 1), 0 if axis == 0 else 1,
+                            r._buf, _el(r))
         return r
     f.__name__ = name
-    f.__doc__ = "The %s of every element of x, as a 1-element array on x's device." % name
+    f.__doc__ = ("The %s of x's elements (axis None: all, as a 1-element array; axis 0 or 1 of a 2-D array: "
+                 "over its rows or its columns), on x's device." % name)
     return f
+
+
+def softmax_xent(logits, labels, grad_scale=None, loss=None, grad=None, want_loss=True, want_grad=True):
+    """Softmax cross-entropy of a batch: logits (n, k) float rows of class scores, labels (n,)
+    int32 classes. Returns (loss (n,), grad (n, k) = grad_scale * (softmax - onehot)); grad_scale
+    defaults to 1/n. Either output may be skipped (want_loss, want_grad) or given (loss=, grad=)."""
+    n, k = logits.shape
+    if labels.dtype != "int32" or labels.size != n:
+        _gpar.refuse(_gpar.GPAR_EINVAL, "softmax_xent: labels must be %d int32, not %s %s" % (n, labels.shape,
+                                                                                          labels.dtype))
+    lo = _out(loss, logits, (n,)) if want_loss or loss is not None else None
+    go = _out(grad, logits) if want_grad or grad is not None else None
+    _gpar.softmax_xent(_gdtype(logits), k, n, logits._buf, _el(logits), builtins.max(k, 1), labels._buf, _el(labels),
+                       1.0 / n if grad_scale is None else grad_scale, lo._buf if lo else None, _el(lo) if lo else 0,
+                       go._buf if go else None, _el(go) if go else 0, builtins.max(k, 1))
+    return lo, go
+
+
+def prepare(engine, device=None):
+    """Build the array ops' kernels on device (None: every device) up front, in parallel, so a
+    program's first step builds none (gpar_array_prepare; GIL released)."""
+    _gpar.array_prepare(engine.handle, -1 if device is None else engine.device(device))
 
 
 relu, exp, log, tanh, sigmoid, abs, sqrt, negative = (_unary(n) for n in _UNARY)  # noqa: A001
