@@ -6,5 +6,6 @@ srcdir=$1 builddir=$2 test=$3
 PYTHONPATH="$builddir/python/.libs:$srcdir/python:$srcdir/tests/python${PYTHONPATH:+:$PYTHONPATH}"
 LD_LIBRARY_PATH="$builddir/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 PYTHONDONTWRITEBYTECODE=1
-export PYTHONPATH LD_LIBRARY_PATH PYTHONDONTWRITEBYTECODE
+GPAR_BUILDDIR=$builddir  # where tests find this build's programs (tools/gpar-bench)
+export PYTHONPATH LD_LIBRARY_PATH PYTHONDONTWRITEBYTECODE GPAR_BUILDDIR
 exec "${PYTHON:-python3}" "$test"
