@@ -18,6 +18,7 @@
 #     one listed above it;
 #  5. inside core/engine/, core/kernel/ and core/array/, the same for their floors (engine.h,
 #     kernel.h and array.h list them), includes and calls.
+#  6. tools/ uses libgpar's public headers only (below); 7. so does python/ext/.
 set -u
 src=${1:?srcdir}
 build=${2:?builddir}
@@ -261,6 +262,20 @@ done; for o in $(find tools -name '*.o' 2>/dev/null | sort); do
 done)
 if [ -z "$bad" ]; then ok "tools/: no internal symbol used; tools/raw/ calls only gpar_now and gpar_convert of libgpar"
 else notok "tools/ symbols: $(echo "$bad" | head -5 | tr '\n' ' ')"; fi
+
+# 7. python/ext/ (the _gpar module) stands on the public API alone: its own headers, gpar.h and
+# Python's; no libgpar symbol it uses is internal (when it was built here).
+cd "$src" || exit 1
+bad=$(grep -n '#include' python/ext/*.[ch] 2>/dev/null |
+  grep -vE '(#include "(pygpar|dlpack)\.h")|(#include <(gpar|Python|structmember|stdarg|stdint|stdio|stdlib|string|pthread)\.h>)')
+if [ -z "$bad" ]; then ok "python/ext/: gpar.h, Python's headers and its own only"
+else notok "python/ext/ includes: $(echo "$bad" | head -5 | tr '\n' ' ')"; fi
+cd "$build" || exit 1
+bad=$(for o in $(find python -name '*.o' 2>/dev/null | sort); do
+  nm -u "$o" | awk -v f="$o" '$2 ~ /^gpar__/ {print f ":" $2}'
+done)
+if [ -z "$bad" ]; then ok "python/ext/: no internal symbol of libgpar used"
+else notok "python/ext/ symbols: $(echo "$bad" | head -5 | tr '\n' ' ')"; fi
 
 echo "1..$n"
 [ "$fails" -eq 0 ]
