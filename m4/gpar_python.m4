@@ -3,7 +3,8 @@
 # gpar package (pythondir), as libxml2 and gpgme do with AM_PATH_PYTHON.
 # --enable-python: required (configure fails without Python >= 3.9 and its headers);
 # --disable-python: off; neither: on when both are found. A sanitizer build leaves it off unless
-# asked for, since an interpreter that is not itself instrumented cannot load the module.
+# asked for, since an interpreter that is not itself instrumented cannot load the module, and
+# a build without shared libraries leaves it off.
 AC_DEFUN([GPAR_CHECK_PYTHON], [
 AC_ARG_ENABLE([python], [AS_HELP_STRING([--enable-python],
   [build the Python module gpar (default: when Python >= 3.9 and its headers are found)])],
@@ -13,6 +14,12 @@ gpar_python_status="no (--disable-python)"
 AS_IF([test "x$enable_python" = xauto && test -n "$SAN_FLAGS"],
   [enable_python=no
    gpar_python_status="no (a sanitizer build; --enable-python to force)"])
+# A Python module is a shared object: a build without shared libraries has none.
+AS_IF([test "x$enable_shared" = xno],
+  [AS_IF([test "x$enable_python" = xyes],
+     [AC_MSG_ERROR([--enable-python needs shared libraries (drop --disable-shared)])])
+   enable_python=no
+   gpar_python_status="no (--disable-shared: a Python module is a shared object)"])
 AS_IF([test "x$enable_python" != xno], [
   AM_PATH_PYTHON([3.9], [gpar_python_found=yes], [gpar_python_found=no])
   AS_IF([test "x$gpar_python_found" = xyes], [
