@@ -176,6 +176,10 @@ typedef struct gpar__backend_ops {
   /* Events (ordered_by_events backends only). */
   /* Record an event after all work enqueued so far on the lane, event_wait calls included. */
   int (*event_record)(gpar__bdev *dev, int lane, unsigned flags, gpar__event **ev);
+  /* Optional, any thread: record an event after the work enqueued so far on another library's
+   * native stream of this device (CUDA: a cudaStream_t; NULL: the legacy default stream), for
+   * event_wait and event_release like event_record's (gpar_buffer_wait_native). */
+  int (*event_record_native)(gpar__bdev *dev, void *stream, gpar__event **ev);
   /* Make the lane wait (on the device, not the host) until ev has completed. ev may come from
    * another device for which can_wait() said yes. */
   int (*event_wait)(gpar__bdev *dev, int lane, gpar__event *ev);

@@ -238,6 +238,13 @@ GPAR_API int gpar_buffer_create(gpar_engine *eng, int dev, size_t bytes, gpar_bu
  * not called: the memory stays the caller's. */
 GPAR_API int gpar_buffer_import(gpar_engine *eng, int dev, void *ptr, size_t bytes, void (*release)(void *arg),
                                 void *arg, gpar_buffer *buf);
+/* Order buf after the work that another library enqueued so far on its own native stream of
+ * buf's device (CUDA: a cudaStream_t; NULL: the legacy default stream), e.g. the stream a DLPack
+ * producer was told to order its writes on: the next ops on buf wait for that work on the device,
+ * the host does not. An op in buf's order (a writer: reads of buf issued before it come first).
+ * GPAR_OK with nothing to do for host memory; GPAR_ENOTSUP on a device without native streams
+ * (OpenCL); GPAR_ERECORDING while the thread records a graph. */
+GPAR_API int gpar_buffer_wait_native(gpar_buffer buf, void *stream);
 /* Release a buffer. The memory is returned once every op already submitted on it is done;
  * the handle is invalid at once. */
 GPAR_API int gpar_buffer_release(gpar_buffer buf);

@@ -4,7 +4,9 @@
  * once, only after the handle is released and every op queued on it is done (and at shutdown
  * for a buffer never released); bad input is refused with nothing registered, release not
  * called, and the engine working on. CUDA: a device pointer imports on its device, a host
- * pointer or another device's pointer does not. */
+ * pointer or another device's pointer does not. gpar_buffer_wait_native: nothing to do on host
+ * memory, refused on OpenCL, while recording and on a stale handle; on CUDA an op in the
+ * buffer's order that later ops follow. */
 #include <stdatomic.h>
 
 #include "testutil.h"
@@ -90,6 +92,22 @@ static void refusals(gpar_engine *eng, int cpu) {
   is_status(gpar_buffer_import(eng, gpar_device_count(eng), host, 64, count_release, &released, &b), GPAR_ENODEV,
             "a device past the list");
   is_status(gpar_buffer_import(eng, cpu, host, 64, count_release, &released, NULL), GPAR_EINVAL, "NULL handle out");
+  gpar_buffer gone = tu_buffer(eng, cpu, 64);
+  gpar_buffer_release(gone);
+  is_status(gpar_buffer_wait_native(gone, NULL), GPAR_EBADBUF, "wait_native on a released buffer");
+  gpar_buffer kept = {0};
+  is_status(gpar_buffer_import(eng, cpu, host, 64, NULL, NULL, &kept), GPAR_OK, "import for wait_native");
+  gpar_stats s0, s1;
+  gpar_stats_get(eng, &s0);
+  is_status(gpar_buffer_wait_native(kept, NULL), GPAR_OK, "wait_native on host memory: nothing to wait for");
+  gpar_stats_get(eng, &s1);
+  is_int((long long)(s1.ops_submitted - s0.ops_submitted), 0, "  and no op submitted");
+  is_status(gpar_graph_begin(eng), GPAR_OK, "record a graph");
+  is_status(gpar_buffer_wait_native(kept, NULL), GPAR_ERECORDING, "wait_native while recording refused");
+  gpar_graph *g = NULL;
+  gpar_graph_end(eng, &g);
+  gpar_graph_destroy(g);
+  gpar_buffer_release(kept);
   is_status(gpar_buffer_import(NULL, cpu, host, 64, count_release, &released, &b), GPAR_EINVAL, "NULL engine");
   int ndev = gpar_device_count(eng), opencl = 0, cuda = 0;
   for (int d = 0; d < ndev; d++) {
@@ -99,6 +117,10 @@ static void refusals(gpar_engine *eng, int cpu) {
       is_status(gpar_buffer_import(eng, d, host, 64, count_release, &released, &b), GPAR_ENOTSUP,
                 "OpenCL device: ENOTSUP");
       diag("  %s", gpar_last_error());
+      gpar_buffer ob = tu_buffer(eng, d, 64);
+      is_status(gpar_buffer_wait_native(ob, NULL), GPAR_ENOTSUP, "wait_native on an OpenCL buffer: ENOTSUP");
+      diag("  %s", gpar_last_error());
+      gpar_buffer_release(ob);
     }
     if (info.backend_id == GPAR_BACKEND_CUDA && !cuda++) {
       is_status(gpar_buffer_import(eng, d, host, 64, count_release, &released, &b), GPAR_EINVAL,
@@ -119,7 +141,7 @@ static void refusals(gpar_engine *eng, int cpu) {
 static void cuda_pointers(gpar_engine *eng) {
   int d0 = gpar_device_find(eng, GPAR_BACKEND_CUDA, -1, 0);
   if (d0 < 0) {
-    skip(4, "no CUDA device");
+    skip(5, "no CUDA device");
     return;
   }
   gpar_buffer own = tu_buffer(eng, d0, 1024), alias = {0};
@@ -131,6 +153,10 @@ static void cuda_pointers(gpar_engine *eng) {
   int st = gpar_fill(alias, 0, 1024, 9);
   if (!st) st = gpar_read(own, 0, back, sizeof back);
   ok(st == GPAR_OK && tu_all_bytes(back, sizeof back, 9), "a fill through the import is seen through the owner");
+  st = gpar_buffer_wait_native(alias, NULL); /* the legacy default stream: nothing pending there */
+  if (!st) st = gpar_fill(alias, 0, 1024, 5);
+  if (!st) st = gpar_read(own, 0, back, sizeof back);
+  ok(st == GPAR_OK && tu_all_bytes(back, sizeof back, 5), "wait_native on the legacy stream, then a fill: in order");
   gpar_buffer_release(alias);
   gpar_wait_all(eng);
   is_int(atomic_load(&rel), 1, "release ran once");

@@ -100,6 +100,24 @@ int gpar__cuda_event_record(gpar__bdev *dev, int lane, unsigned flags, gpar__eve
   return GPAR_OK;
 }
 
+/* Any thread: the caller's current device is restored. */
+int gpar__cuda_event_record_native(gpar__bdev *dev, void *stream, gpar__event **evp) {
+  struct cuda_dev *d = &dev->d;
+  gpar__event *ev;
+  int prev, st = cuda_event_get(d, 0, &ev);
+  if (st) return st;
+  if ((st = gpar__cuda_enter(d, &prev)) == GPAR_OK) {
+    st = gpar__cuda_check(cudaEventRecord(ev->ev, (cudaStream_t)stream), "cudaEventRecord(another library's stream)");
+    gpar__cuda_exit(d, prev);
+  }
+  if (st) {
+    cuda_event_push(d, ev);
+    return st;
+  }
+  *evp = ev;
+  return GPAR_OK;
+}
+
 int gpar__cuda_event_wait(gpar__bdev *dev, int lane, gpar__event *ev) {
   return gpar__cuda_check(cudaStreamWaitEvent(dev->d.lane[lane], ev->ev, 0), "cudaStreamWaitEvent");
 }

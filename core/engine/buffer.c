@@ -192,6 +192,9 @@ int gpar__buf_create(gpar_engine *eng, int dev, size_t bytes, gpar_buffer *buf) 
   return st;
 }
 
+/* The release of an import whose owner asked for no call: the memory is simply not ours. */
+static void owner_keeps(void *arg) { (void)arg; }
+
 int gpar__buf_import(gpar_engine *eng, int dev, void *ptr, size_t bytes, void (*release)(void *arg), void *arg,
                      gpar_buffer *buf) {
   if (bytes == 0) return gpar__errorf(GPAR_EINVAL, "gpar_buffer_import: size is 0");
@@ -208,7 +211,7 @@ int gpar__buf_import(gpar_engine *eng, int dev, void *ptr, size_t bytes, void (*
   void *mem;
   int st = d->ops->mem_import(d->bdev, ptr, bytes, &mem);
   if (st) return st;
-  return buf_register(eng, d, bytes, mem, (buf_owner){release, arg}, buf);
+  return buf_register(eng, d, bytes, mem, (buf_owner){release ? release : owner_keeps, arg}, buf);
 }
 
 int gpar__buf_create_token(gpar_engine *eng, gpar_buffer *buf) {

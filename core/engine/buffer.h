@@ -23,8 +23,9 @@ struct gpar__buf {
   int host_memory;             /* 1 when host code can touch mem */
   void *mem;                   /* device handle or host pointer */
   size_t bytes;                /* 0: a token (ordering only, no memory) */
-  /* Imported memory (gpar_buffer_import): the owner's release, called once instead of freeing
-   * mem when the last reference goes; NULL for memory libgpar allocated. */
+  /* Imported memory (gpar_buffer_import): the owner's release (a no-op when it gave none),
+   * called once instead of freeing mem when the last reference goes; NULL for memory libgpar
+   * allocated. */
   void (*release)(void *arg);
   void *release_arg;
   /* Dependency state (lock). */

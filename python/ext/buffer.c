@@ -209,6 +209,17 @@ static PyObject *py_wait(PyObject *self, PyObject *arg) {
   Py_RETURN_NONE;
 }
 
+static PyObject *py_wait_native(PyObject *self, PyObject *args) {
+  PyObject *b;
+  unsigned long long stream;
+  gpar_buffer h;
+  if (!PyArg_ParseTuple(args, "OK", &b, &stream)) return NULL;
+  if (gpy_buffer_handle(b, &h)) return NULL;
+  int st = gpar_buffer_wait_native(h, (void *)(uintptr_t)stream); /* the host does not wait */
+  if (st) return gpy_raise(st);
+  Py_RETURN_NONE;
+}
+
 static PyObject *py_host_ptr(PyObject *self, PyObject *arg) {
   gpar_buffer h;
   if (gpy_buffer_handle(arg, &h)) return NULL;
@@ -236,6 +247,9 @@ PyMethodDef gpy_buffer_methods[] = {
     {"write", py_write, METH_VARARGS, "write(buf, off, data: bytes)"},
     {"read", py_read, METH_VARARGS, "read(buf, off, nbytes) -> bytes (GIL released while it waits)"},
     {"wait", py_wait, METH_O, "wait(buf): wait for the ops that write it (GIL released)"},
+    {"wait_native", py_wait_native, METH_VARARGS,
+     "wait_native(buf, stream): later ops on buf wait for the work enqueued so far on another library's stream "
+     "(cudaStream_t as an int; 0: the legacy default stream), on the device"},
     {"host_ptr", py_host_ptr, METH_O, "host_ptr(buf) -> int (host memory only)"},
     {"native", py_native, METH_O, "native(buf) -> int: CUDA device pointer, cl_mem or host pointer"},
     {NULL, NULL, 0, NULL}};

@@ -21,7 +21,7 @@ _BY_DL = {(v[1], v[2]): k for k, v in DTYPES.items()}
 _TYPESTR = {"float32": "<f4", "float64": "<f8", "float16": "<f2", "int32": "<i4", "int8": "|i1",
             "int16": "<i2", "int64": "<i8", "uint8": "|u1", "uint16": "<u2", "uint32": "<u4",
             "uint64": "<u8", "bool": "|b1"}
-kDLCPU, kDLCUDA, kDLCUDAHost, kDLOpenCL = 1, 2, 3, 4
+kDLCPU, kDLCUDA, kDLCUDAHost, kDLOpenCL, kDLCUDAManaged = 1, 2, 3, 4, 13
 
 
 def dtype_name(dtype):
@@ -258,9 +258,14 @@ def from_dlpack(x, engine=None, device=None, copy=None):
     if isinstance(x, Array) and x.engine is eng and not copy:
         return x if device is None or eng.device(device) == x.device else x.to(device)
     devtype, _ = x.__dlpack_device__()
+    # The stream rule, consumer's side: a CUDA producer orders its writes before the legacy default
+    # stream (DLPack's stream 1), and libgpar's next ops on the buffer wait for that stream on the
+    # device (gpar_buffer_wait_native); the host waits for nothing.
     cap = _capsule(x, None if devtype in (kDLCPU, kDLCUDAHost) else 1)
     buf, (code, bits, lanes), shape, strides, readonly, devtype, devid = \
         _gpar.dlpack_import(eng.handle, cap, bool(copy))
+    if devtype in (kDLCUDA, kDLCUDAManaged):
+        _gpar.wait_native(buf, 0)
     dtype = _BY_DL.get((code, bits))
     if dtype is None:
         _gpar.release(buf)
