@@ -11,7 +11,7 @@ GPAR_PY_PACKAGE = python/gpar/__init__.py python/gpar/_engine.py python/gpar/_ar
 GPAR_PY_TESTS = tests/python/test_arrays.py tests/python/test_dlpack.py tests/python/test_kernels.py \
 	tests/python/test_errors.py tests/python/test_lifetimes.py tests/python/test_examples.py \
 	tests/python/test_bench.py tests/python/test_collectives.py \
-	tests/python/test_train.py
+	tests/python/test_train.py tests/python/test_cuda_peers.py
 GPAR_PY_EXAMPLES = examples/python/chapter.py examples/python/train.py examples/python/kernel_inplace.py \
 	examples/python/README.md
 EXTRA_DIST += $(GPAR_PY_EXT_SOURCES) $(GPAR_PY_PACKAGE) $(GPAR_PY_TESTS) $(GPAR_PY_EXAMPLES) tests/python/tap.py \
