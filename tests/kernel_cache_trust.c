@@ -69,22 +69,40 @@ static int build_run(const char *dir, const char *b, float *y0, char *log, size_
   return st == GPAR_OK ? p.origin : 0;
 }
 
-/* The one entry file a build left in dir (its name in name); its bytes, *n long (malloc'ed). */
+/* The one kernel entry a build left in dir (its name in name): the .gkc file whose key is a
+ * kernel's, not the record of the device's target (target.c) beside it, whatever order readdir
+ * gives (tmpfs lists the newest first); its bytes, *n long (malloc'ed). */
 static unsigned char *only_entry(const char *dir, char *name, size_t cap, size_t *n) {
   DIR *dp = opendir(dir);
   struct dirent *de;
+  unsigned char *b = malloc(1 << 22), *kept = NULL;
+  int kernels = 0;
   name[0] = 0;
-  while (dp && (de = readdir(dp)))
-    if (strstr(de->d_name, ".gkc") && !strstr(de->d_name, ".tmp")) snprintf(name, cap, "%s", de->d_name);
+  *n = 0;
+  while (b && dp && (de = readdir(dp))) {
+    if (!strstr(de->d_name, ".gkc") || strstr(de->d_name, ".tmp")) continue;
+    char path[1400];
+    snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+    FILE *f = fopen(path, "rb");
+    size_t len = f ? fread(b, 1, 1 << 22, f) : 0;
+    if (f) fclose(f);
+    uint64_t klen = 0;
+    if (len >= 32) memcpy(&klen, b + 8, 8);
+    if (len < 32 || klen > len - 32 || !memmem(b + 32, klen, "kernel dialect", 14)) continue; /* a record */
+    kernels++;
+    snprintf(name, cap, "%s", de->d_name);
+    *n = len;
+    kept = b;
+    b = malloc(1 << 22);
+  }
   if (dp) closedir(dp);
-  char path[1400];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  FILE *f = fopen(path, "rb");
-  unsigned char *b = malloc(1 << 22);
-  *n = f && b ? fread(b, 1, 1 << 22, f) : 0;
-  if (f) fclose(f);
-  if (!name[0] || *n < 32) bail_out("no cache entry was written");
-  return b;
+  free(b);
+  if (kernels != 1) {
+    static char why[200];
+    snprintf(why, sizeof why, "a build left %d kernel entries in %s, not 1", kernels, dir);
+    bail_out(why);
+  }
+  return kept;
 }
 
 static unsigned char *plant; /* good's header and key, evil's payload */
