@@ -37,12 +37,18 @@ if [ -f python/_gpar.la ]; then
   echo "test_cuda_peers: exit $?, $(grep -c '^ok' "$out/python/test_cuda_peers.txt") ok," \
     "$(grep -c '^not ok' "$out/python/test_cuda_peers.txt") not ok"
   grep -E '^(not ok|# |1\.\.)' "$out/python/test_cuda_peers.txt" | head -20
-  # the mutant: from_dlpack without gpar_buffer_wait_native
-  rm -rf /tmp/mutant && mkdir -p /tmp/mutant && cp -r "$src/python" "$src/tests" /tmp/mutant/
-  sed -i 's/^        _gpar.wait_native(buf, 0)$/        pass  # MUTANT/' /tmp/mutant/python/gpar/_array.py
-  grep -c MUTANT /tmp/mutant/python/gpar/_array.py
-  pt /tmp/mutant /tmp/mutant/tests/python/test_cuda_peers.py >"$out/python/mutant_no_wait_native.txt" 2>&1
-  echo "mutant (no wait_native): exit $?; $(grep '^not ok' "$out/python/mutant_no_wait_native.txt" | head -3)"
+  # mutants of _array.py, each must fail the test: from_dlpack without gpar_buffer_wait_native;
+  # __dlpack__ without gpar_buffer_signal_native; __dlpack__ waiting on the host instead
+  mutant() { # NAME SED-EXPRESSION
+    rm -rf /tmp/mutant && mkdir -p /tmp/mutant && cp -r "$src/python" "$src/tests" /tmp/mutant/
+    sed -i "$2" /tmp/mutant/python/gpar/_array.py
+    local n; n=$(grep -c MUTANT /tmp/mutant/python/gpar/_array.py)
+    pt /tmp/mutant /tmp/mutant/tests/python/test_cuda_peers.py >"$out/python/mutant_$1.txt" 2>&1
+    echo "mutant $1 ($n line changed): exit $?; $(grep '^not ok' "$out/python/mutant_$1.txt" | head -3)"
+  }
+  mutant no_wait_native 's/^        _gpar.wait_native(buf, 0)$/        pass  # MUTANT/'
+  mutant no_signal_native 's/^                _gpar.signal_native(self._buf, .*$/                pass  # MUTANT/'
+  mutant host_wait 's/^                _gpar.signal_native(self._buf, .*$/                _gpar.wait(self._buf)  # MUTANT/'
   PYTHONPATH="$build/python/.libs:$src/python" LD_LIBRARY_PATH="$build/.libs" GPAR_QUIET=1 \
     timeout 120 "$py" "$src/bench/python-bench.py" --json "$out/python/python-bench.json" >"$out/python/python-bench.txt" 2>&1
   echo "python-bench: exit $?"; cat "$out/python/python-bench.txt"

@@ -180,6 +180,10 @@ typedef struct gpar__backend_ops {
    * native stream of this device (CUDA: a cudaStream_t; NULL: the legacy default stream), for
    * event_wait and event_release like event_record's (gpar_buffer_wait_native). */
   int (*event_record_native)(gpar__bdev *dev, void *stream, gpar__event **ev);
+  /* Optional, any thread: make another library's native stream of this device (a per-thread
+   * default stream is the calling thread's) wait on the device until ev, recorded on a lane,
+   * completes (gpar_buffer_signal_native). */
+  int (*native_wait_event)(gpar__bdev *dev, void *stream, gpar__event *ev);
   /* Make the lane wait (on the device, not the host) until ev has completed. ev may come from
    * another device for which can_wait() said yes. */
   int (*event_wait)(gpar__bdev *dev, int lane, gpar__event *ev);

@@ -245,6 +245,14 @@ GPAR_API int gpar_buffer_import(gpar_engine *eng, int dev, void *ptr, size_t byt
  * GPAR_OK with nothing to do for host memory; GPAR_ENOTSUP on a device without native streams
  * (OpenCL); GPAR_ERECORDING while the thread records a graph. */
 GPAR_API int gpar_buffer_wait_native(gpar_buffer buf, void *stream);
+/* Order another library's native stream of buf's device (CUDA: a cudaStream_t; NULL: the legacy
+ * default stream) after libgpar's ops on buf submitted so far, readers and writers, e.g. the
+ * stream a DLPack consumer named: the stream waits on the device; the caller waits only until
+ * libgpar has issued those ops, not for the device. Host memory: waits for buf's writers on the
+ * host, as gpar_wait. GPAR_EDEPFAILED when a writer failed (the stream is not ordered);
+ * GPAR_ENOTSUP on a device without native streams (OpenCL); GPAR_ERECORDING while recording;
+ * GPAR_EDEADLK from inside an op. */
+GPAR_API int gpar_buffer_signal_native(gpar_buffer buf, void *stream);
 /* Release a buffer. The memory is returned once every op already submitted on it is done;
  * the handle is invalid at once. */
 GPAR_API int gpar_buffer_release(gpar_buffer buf);

@@ -6,7 +6,10 @@
  * called, and the engine working on. CUDA: a device pointer imports on its device, a host
  * pointer or another device's pointer does not. gpar_buffer_wait_native: nothing to do on host
  * memory, refused on OpenCL, while recording and on a stale handle; on CUDA an op in the
- * buffer's order that later ops follow. */
+ * buffer's order that later ops follow. gpar_buffer_signal_native: on host memory the host waits
+ * for the buffer's writer (a slow one) and gets its failure; refused on a stale handle, on
+ * OpenCL, while recording and from inside an op; on CUDA it returns with the engine working on
+ * (what it orders on the device: tests/python/test_cuda_peers.py, against PyTorch). */
 #include <stdatomic.h>
 
 #include "testutil.h"
@@ -137,6 +140,75 @@ static void refusals(gpar_engine *eng, int cpu) {
   gpar_buffer_release(x);
 }
 
+static int failing(const gpar_native *n, void *arg) {
+  (void)n, (void)arg;
+  return GPAR_EBACKEND;
+}
+
+/* A user op that calls gpar_buffer_signal_native on *arg from inside itself. */
+static gpar_buffer signal_target;
+static atomic_int signal_inside;
+static int signal_from_op(const gpar_native *n, void *arg) {
+  (void)n, (void)arg;
+  atomic_store(&signal_inside, gpar_buffer_signal_native(signal_target, NULL));
+  return GPAR_OK;
+}
+
+/* gpar_buffer_signal_native: what it does on host memory, and its refusals. */
+static void signal_native(gpar_engine *eng, int cpu) {
+  float *host = calloc(256, sizeof *host);
+  gpar_buffer b = {0};
+  int st = gpar_buffer_import(eng, cpu, host, 256 * sizeof *host, NULL, NULL, &b);
+  if (!st) st = gpar_submit(eng, cpu, slow_sevens, host, NULL, 0, &b, 1);
+  if (!st) st = gpar_buffer_signal_native(b, NULL);
+  int sevens = 0;
+  for (int i = 0; i < 256; i++) sevens += host[i] == 7.0f;
+  ok(st == GPAR_OK && sevens == 256, "signal_native on host memory waits for its slow writer (%s, %d of 256 written)",
+     gpar_status_name(st), sevens);
+  st = gpar_submit(eng, cpu, failing, NULL, NULL, 0, &b, 1);
+  if (!st) st = gpar_buffer_signal_native(b, NULL);
+  ok(st != GPAR_OK, "signal_native after a failed writer returns its failure (%s)", gpar_status_name(st));
+  signal_target = b;
+  atomic_store(&signal_inside, -1);
+  st = gpar_submit(eng, cpu, signal_from_op, NULL, NULL, 0, NULL, 0);
+  if (!st) st = gpar_wait_all(eng);
+  is_int(atomic_load(&signal_inside), GPAR_EDEADLK, "signal_native from inside an op: EDEADLK");
+  is_status(gpar_graph_begin(eng), GPAR_OK, "record a graph");
+  is_status(gpar_buffer_signal_native(b, NULL), GPAR_ERECORDING, "signal_native while recording refused");
+  gpar_graph *g = NULL;
+  gpar_graph_end(eng, &g);
+  gpar_graph_destroy(g);
+  gpar_buffer_release(b);
+  is_status(gpar_buffer_signal_native(b, NULL), GPAR_EBADBUF, "signal_native on a released buffer");
+  free(host);
+  int ndev = gpar_device_count(eng), opencl = 0, cuda = 0;
+  for (int d = 0; d < ndev; d++) {
+    tu_devinfo info;
+    tu_device_info(eng, d, &info);
+    if (info.backend_id == GPAR_BACKEND_OPENCL && !opencl++) {
+      gpar_buffer ob = tu_buffer(eng, d, 64);
+      is_status(gpar_buffer_signal_native(ob, NULL), GPAR_ENOTSUP, "signal_native on an OpenCL buffer: ENOTSUP");
+      diag("  %s", gpar_last_error());
+      gpar_buffer_release(ob);
+    }
+    if (info.backend_id == GPAR_BACKEND_CUDA && !cuda++) {
+      gpar_buffer cb = tu_buffer(eng, d, 1 << 20);
+      unsigned char back[64];
+      st = gpar_fill(cb, 0, 1 << 20, 3);
+      if (!st) st = gpar_buffer_signal_native(cb, NULL); /* the legacy default stream waits for the fill */
+      if (!st) st = gpar_fill(cb, 0, 64, 4);
+      if (!st) st = gpar_read(cb, 0, back, sizeof back);
+      ok(st == GPAR_OK && tu_all_bytes(back, sizeof back, 4), "CUDA: signal_native on the legacy stream, the engine on (%s)",
+         gpar_status_name(st));
+      gpar_buffer_release(cb);
+    }
+  }
+  gpar_buffer x = tu_buffer(eng, cpu, 64);
+  is_status(gpar_fill(x, 0, 64, 3), GPAR_OK, "the engine works on");
+  is_status(gpar_wait(x), GPAR_OK, "  and its wait");
+  gpar_buffer_release(x);
+}
+
 /* CUDA: a device pointer (a libgpar buffer's own) imports on its device, not on another. */
 static void cuda_pointers(gpar_engine *eng) {
   int d0 = gpar_device_find(eng, GPAR_BACKEND_CUDA, -1, 0);
@@ -187,6 +259,7 @@ int main(void) {
   round_trip(eng, cpu, twice);
   release_waits_for_ops(eng, cpu);
   refusals(eng, cpu);
+  signal_native(eng, cpu);
   cuda_pointers(eng);
 
   /* A buffer never released: its owner's release comes at shutdown. */

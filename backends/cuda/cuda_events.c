@@ -118,6 +118,17 @@ int gpar__cuda_event_record_native(gpar__bdev *dev, void *stream, gpar__event **
   return GPAR_OK;
 }
 
+/* Any thread (the caller's: a per-thread default stream is its own). */
+int gpar__cuda_native_wait_event(gpar__bdev *dev, void *stream, gpar__event *ev) {
+  struct cuda_dev *d = &dev->d;
+  int prev, st = gpar__cuda_enter(d, &prev);
+  if (st) return st;
+  st = gpar__cuda_check(cudaStreamWaitEvent((cudaStream_t)stream, ev->ev, 0),
+                        "cudaStreamWaitEvent(another library's stream)");
+  gpar__cuda_exit(d, prev);
+  return st;
+}
+
 int gpar__cuda_event_wait(gpar__bdev *dev, int lane, gpar__event *ev) {
   return gpar__cuda_check(cudaStreamWaitEvent(dev->d.lane[lane], ev->ev, 0), "cudaStreamWaitEvent");
 }

@@ -200,6 +200,7 @@ GPAR__HIDDEN void gpar__cuda_events_fini(struct cuda_dev *d);
 /* The backend's event entries. */
 GPAR__HIDDEN int gpar__cuda_event_record(gpar__bdev *dev, int lane, unsigned flags, gpar__event **evp);
 GPAR__HIDDEN int gpar__cuda_event_record_native(gpar__bdev *dev, void *stream, gpar__event **ev);
+GPAR__HIDDEN int gpar__cuda_native_wait_event(gpar__bdev *dev, void *stream, gpar__event *ev);
 GPAR__HIDDEN int gpar__cuda_event_wait(gpar__bdev *dev, int lane, gpar__event *ev);
 GPAR__HIDDEN int gpar__cuda_event_query(gpar__event *ev);
 GPAR__HIDDEN int gpar__cuda_event_sync(gpar__event *ev);

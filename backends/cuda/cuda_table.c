@@ -90,6 +90,7 @@ const gpar__backend_ops gpar__cuda_backend = {
     .peer_ok = gpar__cuda_peer_ok,
     .event_record = gpar__cuda_event_record,
     .event_record_native = gpar__cuda_event_record_native,
+    .native_wait_event = gpar__cuda_native_wait_event,
     .event_wait = gpar__cuda_event_wait,
     .event_query = gpar__cuda_event_query,
     .event_sync = gpar__cuda_event_sync,

@@ -220,6 +220,20 @@ static PyObject *py_wait_native(PyObject *self, PyObject *args) {
   Py_RETURN_NONE;
 }
 
+static PyObject *py_signal_native(PyObject *self, PyObject *args) {
+  PyObject *b;
+  unsigned long long stream;
+  gpar_buffer h;
+  int st;
+  if (!PyArg_ParseTuple(args, "OK", &b, &stream)) return NULL;
+  if (gpy_buffer_handle(b, &h)) return NULL;
+  Py_BEGIN_ALLOW_THREADS /* until libgpar has issued the buffer's ops, not for the device */
+  st = gpar_buffer_signal_native(h, (void *)(uintptr_t)stream);
+  Py_END_ALLOW_THREADS
+  if (st) return gpy_raise(st);
+  Py_RETURN_NONE;
+}
+
 static PyObject *py_host_ptr(PyObject *self, PyObject *arg) {
   gpar_buffer h;
   if (gpy_buffer_handle(arg, &h)) return NULL;
@@ -250,6 +264,10 @@ PyMethodDef gpy_buffer_methods[] = {
     {"wait_native", py_wait_native, METH_VARARGS,
      "wait_native(buf, stream): later ops on buf wait for the work enqueued so far on another library's stream "
      "(cudaStream_t as an int; 0: the legacy default stream), on the device"},
+    {"signal_native", py_signal_native, METH_VARARGS,
+     "signal_native(buf, stream): another library's stream (cudaStream_t as an int; 0: the legacy default "
+     "stream) waits on the device for libgpar's ops on buf; the host waits only until they are issued (GIL "
+     "released)"},
     {"host_ptr", py_host_ptr, METH_O, "host_ptr(buf) -> int (host memory only)"},
     {"native", py_native, METH_O, "native(buf) -> int: CUDA device pointer, cl_mem or host pointer"},
     {NULL, NULL, 0, NULL}};

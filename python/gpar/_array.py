@@ -4,8 +4,10 @@ CUDA memory as kDLCUDA, host memory as kDLCPU. OpenCL buffers are no DLPack devi
 one is refused unless copy=True asks for a host copy.
 
 Every op on an array goes through libgpar's engine, ordered by the buffers it reads and writes;
-the host waits only where it must see data: numpy(), __array_interface__, and __dlpack__ (the
-consumer reads at once: the array's writers are waited for first, with the GIL released)."""
+the host waits only where it must see data: numpy(), __array_interface__, and __dlpack__ of host
+memory (the consumer reads at once: the array's writers are waited for first, with the GIL
+released). A CUDA array's __dlpack__(stream=S) makes S wait for libgpar's ops on the device;
+gpar.from_dlpack of CUDA memory makes libgpar's next ops wait for the producer's stream."""
 import _gpar
 
 from ._engine import default_engine
@@ -175,9 +177,10 @@ class Array:
                 "strides": tuple(s * self.itemsize for s in self.strides)}
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        """DLPack export (versioned when the consumer's max_version allows it). The array's
-        writers are waited for first (GIL released), so any consumer stream may read at once.
-        OpenCL arrays are refused unless copy=True, which exports a host copy."""
+        """DLPack export (versioned when the consumer's max_version allows it). CUDA: the
+        consumer's stream waits on the device for libgpar's ops on the array (stream None: the
+        legacy default stream; -1: none); host memory: its writers are waited for first (GIL
+        released). OpenCL arrays are refused unless copy=True, which exports a host copy."""
         devtype, devid = self.__dlpack_device__()
         if dl_device is not None and tuple(dl_device) != (devtype, devid):
             if copy is False or tuple(dl_device)[0] != kDLCPU:
@@ -193,7 +196,17 @@ class Array:
             return self.to(self.device).__dlpack__(max_version=max_version)
         if devtype == kDLCPU and stream not in (None, -1):
             raise BufferError("__dlpack__: stream must be None for host memory")
-        _gpar.wait(self._buf)
+        if devtype in (kDLCUDA, kDLCUDAManaged):
+            # The stream rule, producer's side: the consumer's stream (None: the legacy default
+            # stream, DLPack's 1; -1: the consumer orders itself) waits for libgpar's ops on the
+            # array on the device; the host waits only until libgpar has issued them.
+            if stream == 0:
+                raise BufferError("__dlpack__: stream 0 is ambiguous for CUDA (DLPack): pass 1 for the "
+                                  "legacy default stream or 2 for the per-thread one")
+            if stream != -1:
+                _gpar.signal_native(self._buf, 1 if stream is None else int(stream))
+        else:
+            _gpar.wait(self._buf)
         versioned = max_version is not None and tuple(max_version)[0] >= 1
         return _gpar.dlpack_export(_Export(self), self._buf, self._off, self.shape, self.strides,
                                    DTYPES[self.dtype][1:], devtype, devid, versioned, self.readonly)

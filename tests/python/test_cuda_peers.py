@@ -53,14 +53,24 @@ for r in range(3):
     got = float(s.numpy().reshape(-1)[0])
     tap.is_(got, (3.0 + r) * n, "round %d: gpar.sum of a tensor torch filled on a busy side stream sees the fill" % r)
 
-# ---- the stream rule, producer side: gpar writes behind a slow kernel, torch reads at once
+# ---- the stream rule, producer side: gpar writes behind a slow kernel, torch reads at once;
+# the host does not wait for the kernel (torch's stream, waiting on it, is still busy)
 for r in range(3):
     g = gpar.zeros((n,), engine=eng, device=dev)
+    torch.cuda.synchronize()
     slow((n // 256,), (256,), [n, 200000, 5.0 + r, g])
     t = torch.from_dlpack(g)
+    busy = not torch.cuda.current_stream().query()
     tap.is_(float(t.sum().item()), (5.0 + r) * n,
             "round %d: torch.from_dlpack of an array a slow kernel is writing reads the kernel's values" % r)
+    tap.ok(busy, "round %d:   and returned before the kernel ended (torch's stream waits on the device)" % r)
     del t
+g = gpar.zeros((16,), engine=eng, device=dev)
+try:
+    g.__dlpack__(stream=0)
+    tap.ok(False, "__dlpack__(stream=0) on CUDA is refused (ambiguous in DLPack)")
+except BufferError as e:
+    tap.ok("ambiguous" in str(e), "__dlpack__(stream=0) on CUDA is refused (ambiguous in DLPack): %s" % e)
 
 # ---- BLAS on torch's memory: the same product as torch
 x = torch.randn(256, 128, device="cuda")
