@@ -78,6 +78,17 @@ static void release_waits_for_ops(gpar_engine *eng, int cpu) {
   free(host);
 }
 
+/* call(b, NULL) is refused while the thread records a graph. */
+static void refused_recording(gpar_engine *eng, int (*call)(gpar_buffer, void *), gpar_buffer b, const char *what) {
+  is_status(gpar_graph_begin(eng), GPAR_OK, "record a graph");
+  char name[80];
+  snprintf(name, sizeof name, "%s while recording refused", what);
+  is_status(call(b, NULL), GPAR_ERECORDING, name);
+  gpar_graph *g = NULL;
+  gpar_graph_end(eng, &g);
+  gpar_graph_destroy(g);
+}
+
 /* Refusals: nothing registered, release not called, the engine goes on. */
 static void refusals(gpar_engine *eng, int cpu) {
   float host[16] = {0};
@@ -105,11 +116,7 @@ static void refusals(gpar_engine *eng, int cpu) {
   is_status(gpar_buffer_wait_native(kept, NULL), GPAR_OK, "wait_native on host memory: nothing to wait for");
   gpar_stats_get(eng, &s1);
   is_int((long long)(s1.ops_submitted - s0.ops_submitted), 0, "  and no op submitted");
-  is_status(gpar_graph_begin(eng), GPAR_OK, "record a graph");
-  is_status(gpar_buffer_wait_native(kept, NULL), GPAR_ERECORDING, "wait_native while recording refused");
-  gpar_graph *g = NULL;
-  gpar_graph_end(eng, &g);
-  gpar_graph_destroy(g);
+  refused_recording(eng, gpar_buffer_wait_native, kept, "wait_native");
   gpar_buffer_release(kept);
   is_status(gpar_buffer_import(NULL, cpu, host, 64, count_release, &released, &b), GPAR_EINVAL, "NULL engine");
   int ndev = gpar_device_count(eng), opencl = 0, cuda = 0;
@@ -173,11 +180,7 @@ static void signal_native(gpar_engine *eng, int cpu) {
   st = gpar_submit(eng, cpu, signal_from_op, NULL, NULL, 0, NULL, 0);
   if (!st) st = gpar_wait_all(eng);
   is_int(atomic_load(&signal_inside), GPAR_EDEADLK, "signal_native from inside an op: EDEADLK");
-  is_status(gpar_graph_begin(eng), GPAR_OK, "record a graph");
-  is_status(gpar_buffer_signal_native(b, NULL), GPAR_ERECORDING, "signal_native while recording refused");
-  gpar_graph *g = NULL;
-  gpar_graph_end(eng, &g);
-  gpar_graph_destroy(g);
+  refused_recording(eng, gpar_buffer_signal_native, b, "signal_native");
   gpar_buffer_release(b);
   is_status(gpar_buffer_signal_native(b, NULL), GPAR_EBADBUF, "signal_native on a released buffer");
   free(host);

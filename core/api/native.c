@@ -65,24 +65,6 @@ static int native_check(gpar_engine *eng, const gpar__buf *b, const char *fn) {
                       b->dev->ops->name, b->dev->info.name);
 }
 
-GPAR_API int gpar_buffer_wait_native(gpar_buffer buf, void *stream) {
-  int st;
-  gpar_engine *eng = gpar__engine_enter_buf(buf, &st);
-  if (!eng) return st;
-  gpar__buf *b = NULL;
-  if ((st = gpar__buf_get(eng, buf, &b)) != GPAR_OK) {
-    b = NULL;
-  } else if ((st = native_check(eng, b, "gpar_buffer_wait_native")) != GPAR_OK || b->host_memory) {
-    /* host memory: nothing on a device stream to wait for */
-  } else {
-    st = submit_wait(eng, b, stream);
-    b = NULL; /* submit_wait took the reference */
-  }
-  if (b) gpar__buf_put(b);
-  gpar__engine_leave(eng);
-  return st;
-}
-
 /* ---------------------------------------------------------------- signal_native */
 
 /* The caller's wait for the op's issue: posted once (run, or release for an op that never ran),
@@ -176,26 +158,31 @@ static int submit_signal(gpar_engine *eng, gpar__buf *b, void *stream) {
   return st;
 }
 
-GPAR_API int gpar_buffer_signal_native(gpar_buffer buf, void *stream) {
-  int st;
+/* ---------------------------------------------------------------- the public calls */
+
+/* Both calls: buf's checks, then the op (signal: gpar_buffer_signal_native, else wait). */
+static int native_call(gpar_buffer buf, void *stream, int signal) {
+  const char *fn = signal ? "gpar_buffer_signal_native" : "gpar_buffer_wait_native";
+  int st, host_wait = 0;
   gpar_engine *eng = gpar__engine_enter_buf(buf, &st);
   if (!eng) return st;
   gpar__buf *b = NULL;
   if ((st = gpar__buf_get(eng, buf, &b)) != GPAR_OK) {
     b = NULL;
-  } else if (gpar__in_op) {
-    st = gpar__errorf(GPAR_EDEADLK, "gpar_buffer_signal_native called from inside an operation");
-  } else if ((st = native_check(eng, b, "gpar_buffer_signal_native")) != GPAR_OK) {
+  } else if (signal && gpar__in_op) {
+    st = gpar__errorf(GPAR_EDEADLK, "%s called from inside an operation", fn);
+  } else if ((st = native_check(eng, b, fn)) != GPAR_OK) {
   } else if (b->host_memory) {
-    gpar__buf_put(b);
-    b = NULL;
-    gpar__engine_leave(eng);
-    return gpar_wait(buf); /* host memory: the host waits for its writers */
+    host_wait = signal; /* no device stream: a wait has nothing to do, a signal waits on the host */
   } else {
-    st = submit_signal(eng, b, stream);
-    b = NULL; /* submit_signal took the reference */
+    st = signal ? submit_signal(eng, b, stream) : submit_wait(eng, b, stream);
+    b = NULL; /* the submission took the reference */
   }
   if (b) gpar__buf_put(b);
   gpar__engine_leave(eng);
-  return st;
+  return host_wait ? gpar_wait(buf) : st;
 }
+
+GPAR_API int gpar_buffer_wait_native(gpar_buffer buf, void *stream) { return native_call(buf, stream, 0); }
+
+GPAR_API int gpar_buffer_signal_native(gpar_buffer buf, void *stream) { return native_call(buf, stream, 1); }
