@@ -6,19 +6,26 @@
 # poison probe; (2) compute-sanitizer memcheck of buffer_import and lanes (host + CUDA); (3) the
 # Python front with PyTorch and CuPy on CUDA: test_cuda_peers, the same test with from_dlpack's
 # gpar_buffer_wait_native taken out (a mutant: it must fail), python-bench and python-train on
-# CUDA; (4) lanes-gpu.sh. Each part under a timeout; logs in $OUT (else /tmp/session-out).
+# CUDA, test_cuda_peers under compute-sanitizer; (4) lanes-gpu.sh. Each part under a timeout;
+# SESSION_PARTS picks parts (default "reads memcheck python lanes"); logs in $OUT (else
+# /tmp/session-out).
 set -u
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=$PWD
 out=${OUT:-/tmp/session-out}
 mkdir -p "$out/python"
+parts=" ${SESSION_PARTS:-reads memcheck python lanes} "
 part() { echo "=== $* ($(date +%T))"; }
+want() { [[ $parts == *" $1 "* ]]; }
 
+if want reads; then
 part "reads"
 timeout 150 bash "$src/bench/reads-gpu.sh"
+fi
 
-part "memcheck buffer_import, lanes"
 cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+if want memcheck; then
+part "memcheck buffer_import, lanes"
 for t in tests/buffer_import tests/lanes; do
   GPAR_BACKENDS=host,cuda GPAR_QUIET=1 timeout 120 "$cs" --tool memcheck --error-exitcode 9 "$t" \
     >"$out/memcheck-$(basename $t).txt" 2>&1
@@ -26,7 +33,9 @@ for t in tests/buffer_import tests/lanes; do
     "$(grep -c '^not ok' "$out/memcheck-$(basename $t).txt") not ok;" \
     "$(grep -E 'ERROR SUMMARY' "$out/memcheck-$(basename $t).txt" | tail -1)"
 done
+fi
 
+if want python; then
 part "python"
 py=/usr/bin/python3; command -v python3 >/dev/null && py=$(command -v python3)
 if [ -f python/_gpar.la ]; then
@@ -58,11 +67,21 @@ if [ -f python/_gpar.la ]; then
       --json "$out/python/python-train-${d%% *}.json" >"$out/python/python-train-${d%% *}.txt" 2>&1
     echo "python-train $d: exit $?"; tail -12 "$out/python/python-train-${d%% *}.txt"
   done
+  PYTHONPATH="$build/python/.libs:$src/python:$src/tests/python" LD_LIBRARY_PATH="$build/.libs" GPAR_QUIET=1 \
+    GPAR_TEST_TIMEOUT=280 timeout 300 "$cs" --tool memcheck --error-exitcode 9 "$py" \
+    "$src/tests/python/test_cuda_peers.py" >"$out/python/memcheck-test_cuda_peers.txt" 2>&1
+  echo "memcheck test_cuda_peers: exit $?, $(grep -c '^ok' "$out/python/memcheck-test_cuda_peers.txt") ok," \
+    "$(grep -c '^not ok' "$out/python/memcheck-test_cuda_peers.txt") not ok;" \
+    "$(grep -E 'ERROR SUMMARY' "$out/python/memcheck-test_cuda_peers.txt" | tail -1)"
 else
   echo "no Python module in this build (python/_gpar.la): configure.log says:"
   grep -i python config.log | tail -5
 fi
 
+fi
+
+if want lanes; then
 part "lanes"
 LANES_REPEAT=3 timeout 200 bash "$src/bench/lanes-gpu.sh"
+fi
 part "end"
