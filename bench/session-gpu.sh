@@ -68,7 +68,7 @@ if [ -f python/_gpar.la ]; then
     echo "python-train $d: exit $?"; tail -12 "$out/python/python-train-${d%% *}.txt"
   done
   PYTHONPATH="$build/python/.libs:$src/python:$src/tests/python" LD_LIBRARY_PATH="$build/.libs" GPAR_QUIET=1 \
-    GPAR_TEST_TIMEOUT=280 timeout 300 "$cs" --tool memcheck --error-exitcode 9 "$py" \
+    GPAR_TEST_TIMEOUT=140 timeout 150 "$cs" --tool memcheck --error-exitcode 9 "$py" \
     "$src/tests/python/test_cuda_peers.py" >"$out/python/memcheck-test_cuda_peers.txt" 2>&1
   echo "memcheck test_cuda_peers: exit $?, $(grep -c '^ok' "$out/python/memcheck-test_cuda_peers.txt") ok," \
     "$(grep -c '^not ok' "$out/python/memcheck-test_cuda_peers.txt") not ok;" \
