@@ -55,19 +55,20 @@ if [ -f python/_gpar.la ]; then
     pt /tmp/mutant /tmp/mutant/tests/python/test_cuda_peers.py >"$out/python/mutant_$1.txt" 2>&1
     echo "mutant $1 ($n line changed): exit $?; $(grep '^not ok' "$out/python/mutant_$1.txt" | head -3)"
   }
+  [ "${SESSION_MUTANTS:-1}" = 1 ] || mutant() { :; }
   mutant no_wait_native 's/^        _gpar.wait_native(buf, 0)$/        pass  # MUTANT/'
   mutant no_signal_native 's/^                _gpar.signal_native(self._buf, .*$/                pass  # MUTANT/'
   mutant host_wait 's/^                _gpar.signal_native(self._buf, .*$/                _gpar.wait(self._buf)  # MUTANT/'
-  PYTHONPATH="$build/python/.libs:$src/python" LD_LIBRARY_PATH="$build/.libs" GPAR_QUIET=1 \
+  PYTHONPATH="$build/python/.libs:$src/python" LD_LIBRARY_PATH="$build/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" GPAR_QUIET=1 \
     timeout 120 "$py" "$src/bench/python-bench.py" --json "$out/python/python-bench.json" >"$out/python/python-bench.txt" 2>&1
   echo "python-bench: exit $?"; cat "$out/python/python-bench.txt"
   for d in cuda "cpu --steps 20 --repeat 3"; do
-    PYTHONPATH="$build/python/.libs:$src/python" LD_LIBRARY_PATH="$build/.libs" GPAR_QUIET=1 \
+    PYTHONPATH="$build/python/.libs:$src/python" LD_LIBRARY_PATH="$build/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" GPAR_QUIET=1 \
       timeout 120 "$py" "$src/bench/python-train.py" --device $d --gpar-bench tools/gpar-bench \
       --json "$out/python/python-train-${d%% *}.json" >"$out/python/python-train-${d%% *}.txt" 2>&1
     echo "python-train $d: exit $?"; tail -12 "$out/python/python-train-${d%% *}.txt"
   done
-  PYTHONPATH="$build/python/.libs:$src/python:$src/tests/python" LD_LIBRARY_PATH="$build/.libs" GPAR_QUIET=1 \
+  PYTHONPATH="$build/python/.libs:$src/python:$src/tests/python" LD_LIBRARY_PATH="$build/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" GPAR_QUIET=1 \
     GPAR_TEST_TIMEOUT=140 timeout 150 "$cs" --tool memcheck --error-exitcode 9 "$py" \
     "$src/tests/python/test_cuda_peers.py" >"$out/python/memcheck-test_cuda_peers.txt" 2>&1
   echo "memcheck test_cuda_peers: exit $?, $(grep -c '^ok' "$out/python/memcheck-test_cuda_peers.txt") ok," \

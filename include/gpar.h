@@ -235,7 +235,9 @@ GPAR_API int gpar_buffer_create(gpar_engine *eng, int dev, size_t bytes, gpar_bu
  * the buffer is released and every op submitted on it is done, or at gpar_shutdown: then the
  * owner may free the memory. It runs on any of libgpar's threads, possibly inside the engine,
  * so it must neither block nor call libgpar. On failure nothing is registered and release is
- * not called: the memory stays the caller's. */
+ * not called: the memory stays the caller's. Importing memory twice, or a buffer's own memory
+ * (gpar_buffer_native), gives buffers that alias: the engine orders no op of one after the
+ * other's, so wait on one (gpar_wait) before using the other. */
 GPAR_API int gpar_buffer_import(gpar_engine *eng, int dev, void *ptr, size_t bytes, void (*release)(void *arg),
                                 void *arg, gpar_buffer *buf);
 /* Order buf after the work that another library enqueued so far on its own native stream of

@@ -225,11 +225,16 @@ static void cuda_pointers(gpar_engine *eng) {
   is_status(gpar_buffer_import(eng, d0, ptr, 1024, count_release, &rel, &alias), GPAR_OK,
             "CUDA device pointer imports on its device");
   unsigned char back[1024];
+  /* Two handles of one memory are two buffers to the engine, which orders no op of one after
+   * the other's: the waits on alias do (without them the read of own raced the fill on an H100
+   * with lanes and failed). */
   int st = gpar_fill(alias, 0, 1024, 9);
+  if (!st) st = gpar_wait(alias);
   if (!st) st = gpar_read(own, 0, back, sizeof back);
   ok(st == GPAR_OK && tu_all_bytes(back, sizeof back, 9), "a fill through the import is seen through the owner");
   st = gpar_buffer_wait_native(alias, NULL); /* the legacy default stream: nothing pending there */
   if (!st) st = gpar_fill(alias, 0, 1024, 5);
+  if (!st) st = gpar_wait(alias);
   if (!st) st = gpar_read(own, 0, back, sizeof back);
   ok(st == GPAR_OK && tu_all_bytes(back, sizeof back, 5), "wait_native on the legacy stream, then a fill: in order");
   gpar_buffer_release(alias);

@@ -160,16 +160,19 @@ static int replay_gpu(gpar__device *dev, gpar__op *part, gpar__graph_part *p, in
   gpar__gnode *nodes = p->g->nodes;
   first_failure f = {GPAR_OK, NULL};
   gpar__event *fork = NULL;
-  int forked[GPAR__NLANES] = {0}, st;
+  int forked[GPAR__NLANES] = {0}, st, others = 0;
   for (int k = 0; k < p->nnodes; k++) ev[k] = NULL;
+  for (int k = 0; k < p->nnodes; k++) others |= nodes[p->nodes[k]].op->lane != GPAR__LANE_COMPUTE;
+  /* The fork: before the part's first node, so a branch on another lane follows only what the
+   * part follows (a captured graph gets no edge from the first branch's first node). */
+  if (others && (st = ops->event_record(dev->bdev, GPAR__LANE_COMPUTE, 0, &fork)) != GPAR_OK) note_failure(&f, st);
   for (int k = 0; k < p->nnodes && !halted(&f, capturing); k++) {
     gpar__gnode *nd = &nodes[p->nodes[k]];
     gpar__op *op = nd->op;
     if (op->lane != GPAR__LANE_COMPUTE && !forked[op->lane]) {
       forked[op->lane] = 1;
-      st = fork ? GPAR_OK : ops->event_record(dev->bdev, GPAR__LANE_COMPUTE, 0, &fork);
-      if (st == GPAR_OK) st = ops->event_wait(dev->bdev, op->lane, fork);
-      if (st != GPAR_OK) note_failure(&f, st);
+      /* (no fork: its failure is noted) */
+      if (fork && (st = ops->event_wait(dev->bdev, op->lane, fork)) != GPAR_OK) note_failure(&f, st);
     }
     for (int j = 0; j < nd->nprods && !halted(&f, capturing); j++) {
       int pk = nd->prods[j] >> 1;
