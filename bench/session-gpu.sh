@@ -62,7 +62,9 @@ if [ -f python/_gpar.la ]; then
   PYTHONPATH="$build/python/.libs:$src/python" LD_LIBRARY_PATH="$build/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" GPAR_QUIET=1 \
     timeout 120 "$py" "$src/bench/python-bench.py" --json "$out/python/python-bench.json" >"$out/python/python-bench.txt" 2>&1
   echo "python-bench: exit $?"; cat "$out/python/python-bench.txt"
-  for d in cuda "cpu --steps 20 --repeat 3"; do
+  train=${SESSION_TRAIN-cuda,cpu --steps 20 --repeat 3} # devices (with options), comma-separated
+  IFS=, read -r -a train <<<"$train"
+  for d in "${train[@]}"; do
     PYTHONPATH="$build/python/.libs:$src/python" LD_LIBRARY_PATH="$build/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" GPAR_QUIET=1 \
       timeout 120 "$py" "$src/bench/python-train.py" --device $d --gpar-bench tools/gpar-bench \
       --json "$out/python/python-train-${d%% *}.json" >"$out/python/python-train-${d%% *}.txt" 2>&1
