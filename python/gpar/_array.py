@@ -62,7 +62,8 @@ class Array:
     when compact. Memory is libgpar's (empty, zeros, to) or another library's (from_dlpack,
     asarray), which it then keeps alive until every op queued on it is done."""
 
-    __slots__ = ("_buf", "_off", "engine", "device", "shape", "strides", "dtype", "readonly", "__weakref__")
+    __slots__ = ("_buf", "_off", "engine", "device", "shape", "strides", "dtype", "readonly", "_contig", "_isz",
+                 "__weakref__")
 
     def __init__(self, buf, engine, device, shape, dtype, strides=None, off=0, readonly=False):
         self._buf = buf
@@ -73,6 +74,10 @@ class Array:
         self.dtype = dtype
         self.strides = tuple(strides) if strides is not None else _compact(self.shape)
         self.readonly = readonly
+        # shape, strides and dtype never change (reshape makes a new array): each op reads these
+        self._contig = strides is None or all(n == 1 or s == c for n, s, c in
+                                              zip(self.shape, self.strides, _compact(self.shape)))
+        self._isz = DTYPES[dtype][2] // 8
 
     # ---- shape ----
     @property
@@ -88,7 +93,7 @@ class Array:
 
     @property
     def itemsize(self):
-        return DTYPES[self.dtype][2] // 8
+        return self._isz
 
     @property
     def nbytes(self):
@@ -96,7 +101,7 @@ class Array:
 
     @property
     def contiguous(self):
-        return all(n == 1 or s == c for n, s, c in zip(self.shape, self.strides, _compact(self.shape)))
+        return self._contig
 
     def reshape(self, *shape):
         """A view of a contiguous array with another shape of as many elements."""
@@ -110,7 +115,7 @@ class Array:
         return Array(self._buf, self.engine, self.device, shape, self.dtype, None, self._off, self.readonly)
 
     def _need_contiguous(self, what):
-        if not self.contiguous:
+        if not self._contig:
             _gpar.refuse(_gpar.GPAR_EINVAL, "%s needs a contiguous array (shape %s, strides %s)"
                          % (what, self.shape, self.strides))
 

@@ -23,8 +23,9 @@ def _gdtype(a):
 
 def _el(a):
     """The array's offset in elements, for a contiguous array."""
-    a._need_contiguous("this op")
-    return a._off // a.itemsize
+    if not a._contig:
+        a._need_contiguous("this op")
+    return a._off // a._isz
 
 
 def _out(out, like, shape=None):
