@@ -6,7 +6,8 @@ tools/train/train_mlp.h, in NumPy), one device. Row-major gpar arrays over the C
 column-major buffers make every gpar call the same libgpar call as C's, so the losses agree to
 the bit on one device. Prints the loss after --steps steps (eager and through one recorded graph)
 and the steady-state time per step of both, and, with --gpar-bench, runs `gpar-bench train` on
-the same device in the same run and prints Python / C.
+the same device in the same run, one round at a time between Python's rounds, and prints
+Python / C.
 
     PYTHONPATH=build/python/.libs:python LD_LIBRARY_PATH=build/.libs python3 bench/python-train.py \
         --device cuda --gpar-bench build/tools/gpar-bench [--hidden 1024] [--steps 100] [--repeat 5]
@@ -204,13 +205,25 @@ def main():
     for t in range(o.steps):
         m.step_graph(t)
     loss_graph = m.mean_loss()
-    eager = timed(lambda t: m.step(*m.batch(t)), o.steps, o.repeat, eng)
-    graph = timed(m.step_graph, o.steps, o.repeat, eng)
-    rec = {"device": d.__dict__, "hidden": o.hidden, "steps": o.steps, "first_loss": first,
+    # Rounds interleaved: a Python eager round, a Python graph round, then (with --gpar-bench) one
+    # round of each in C, so that a noisy neighbour falls on both sides alike.
+    rounds = {"eager": [], "graph": [], "c_eager": [], "c_graph": []}
+    c, cmd = None, None
+    for _ in range(o.repeat):
+        rounds["eager"].append(timed(lambda t: m.step(*m.batch(t)), o.steps, 1, eng)["median"])
+        rounds["graph"].append(timed(m.step_graph, o.steps, 1, eng)["median"])
+        if o.bench:
+            cr, cmd = c_side(o.bench, spec, d.backend_index, o.hidden, o.steps, 1)
+            for kind in ("eager", "graph"):
+                rounds["c_" + kind].append(cr[kind][0]["median"])
+                c = c or {}
+                c[kind] = (None, cr[kind][1])
+    summary = lambda us: {"min": min(us), "median": statistics.median(us), "max": max(us)}  # noqa: E731
+    eager, graph = summary(rounds["eager"]), summary(rounds["graph"])
+    rec = {"device": d.__dict__, "hidden": o.hidden, "steps": o.steps, "first_loss": first, "rounds": rounds,
            "python": {"eager": [eager, loss_eager], "graph": [graph, loss_graph]}}
-    c = None
-    if o.bench:
-        c, cmd = c_side(o.bench, spec, d.backend_index, o.hidden, o.steps, o.repeat)
+    if c:
+        c = {kind: (summary(rounds["c_" + kind]), c[kind][1]) for kind in ("eager", "graph")}
         rec["c"] = {k: list(v) for k, v in c.items()}
         rec["c_command"] = cmd
     for kind, (st, loss) in (("eager", (eager, loss_eager)), ("graph", (graph, loss_graph))):
