@@ -3,11 +3,6 @@
 #include "pygpar.h"
 
 /* The status of a call, as None or gpar.Error. */
-static PyObject *done(int st) {
-  if (st) return gpy_raise(st);
-  Py_RETURN_NONE;
-}
-
 static PyObject *py_gemm(PyObject *self, PyObject *args) {
   int dbl, ta, tb, m, n, k, lda, ldb, ldc;
   double alpha, beta;
@@ -20,10 +15,10 @@ static PyObject *py_gemm(PyObject *self, PyObject *args) {
   if (gpy_buffer_handle(A, &a) || gpy_buffer_handle(B, &b) || gpy_buffer_handle(C, &c)) return NULL;
   if (ao < 0 || bo < 0 || co < 0) return gpy_refuse(GPAR_EINVAL, "gemm: negative offset");
   if (dbl)
-    return done(gpar_dgemm((gpar_trans)ta, (gpar_trans)tb, m, n, k, alpha, a, (size_t)ao, lda, b, (size_t)bo, ldb, beta,
-                           c, (size_t)co, ldc));
-  return done(gpar_sgemm((gpar_trans)ta, (gpar_trans)tb, m, n, k, (float)alpha, a, (size_t)ao, lda, b, (size_t)bo, ldb,
-                         (float)beta, c, (size_t)co, ldc));
+    return gpy_done(gpar_dgemm((gpar_trans)ta, (gpar_trans)tb, m, n, k, alpha, a, (size_t)ao, lda, b, (size_t)bo, ldb,
+                               beta, c, (size_t)co, ldc));
+  return gpy_done(gpar_sgemm((gpar_trans)ta, (gpar_trans)tb, m, n, k, (float)alpha, a, (size_t)ao, lda, b, (size_t)bo,
+                             ldb, (float)beta, c, (size_t)co, ldc));
 }
 
 static PyObject *py_unary(PyObject *self, PyObject *args) {
@@ -34,7 +29,7 @@ static PyObject *py_unary(PyObject *self, PyObject *args) {
   if (!PyArg_ParseTuple(args, "iinOnOn", &op, &dtype, &count, &X, &xo, &Y, &yo)) return NULL;
   if (gpy_buffer_handle(X, &x) || gpy_buffer_handle(Y, &y)) return NULL;
   if (count < 0 || xo < 0 || yo < 0) return gpy_refuse(GPAR_EINVAL, "unary: negative count or offset");
-  return done(gpar_unary((gpar_unop)op, (gpar_dtype)dtype, (size_t)count, x, (size_t)xo, y, (size_t)yo));
+  return gpy_done(gpar_unary((gpar_unop)op, (gpar_dtype)dtype, (size_t)count, x, (size_t)xo, y, (size_t)yo));
 }
 
 static PyObject *py_binary(PyObject *self, PyObject *args) {
@@ -45,7 +40,7 @@ static PyObject *py_binary(PyObject *self, PyObject *args) {
   if (!PyArg_ParseTuple(args, "iinOnOnOn", &op, &dtype, &count, &A, &ao, &B, &bo, &C, &co)) return NULL;
   if (gpy_buffer_handle(A, &a) || gpy_buffer_handle(B, &b) || gpy_buffer_handle(C, &c)) return NULL;
   if (count < 0 || ao < 0 || bo < 0 || co < 0) return gpy_refuse(GPAR_EINVAL, "binary: negative count or offset");
-  return done(
+  return gpy_done(
       gpar_binary((gpar_binop)op, (gpar_dtype)dtype, (size_t)count, a, (size_t)ao, b, (size_t)bo, c, (size_t)co));
 }
 
@@ -58,8 +53,8 @@ static PyObject *py_binary_bcast(PyObject *self, PyObject *args) {
     return NULL;
   if (gpy_buffer_handle(A, &a) || gpy_buffer_handle(V, &v) || gpy_buffer_handle(C, &c)) return NULL;
   if (ao < 0 || vo < 0 || co < 0) return gpy_refuse(GPAR_EINVAL, "binary_bcast: negative offset");
-  return done(gpar_binary_bcast((gpar_binop)op, (gpar_dtype)dtype, m, n, a, (size_t)ao, lda, v, (size_t)vo,
-                                (gpar_axis)axis, c, (size_t)co, ldc));
+  return gpy_done(gpar_binary_bcast((gpar_binop)op, (gpar_dtype)dtype, m, n, a, (size_t)ao, lda, v, (size_t)vo,
+                                    (gpar_axis)axis, c, (size_t)co, ldc));
 }
 
 static PyObject *py_reduce_range(PyObject *self, PyObject *args) {
@@ -70,7 +65,7 @@ static PyObject *py_reduce_range(PyObject *self, PyObject *args) {
   if (!PyArg_ParseTuple(args, "iinOnOn", &op, &dtype, &count, &X, &xo, &O, &oo)) return NULL;
   if (gpy_buffer_handle(X, &x) || gpy_buffer_handle(O, &o)) return NULL;
   if (count < 0 || xo < 0 || oo < 0) return gpy_refuse(GPAR_EINVAL, "reduce: negative count or offset");
-  return done(gpar_reduce_range((gpar_redop)op, (gpar_dtype)dtype, (size_t)count, x, (size_t)xo, o, (size_t)oo));
+  return gpy_done(gpar_reduce_range((gpar_redop)op, (gpar_dtype)dtype, (size_t)count, x, (size_t)xo, o, (size_t)oo));
 }
 
 static PyObject *py_reduce_matrix(PyObject *self, PyObject *args) {
@@ -81,7 +76,7 @@ static PyObject *py_reduce_matrix(PyObject *self, PyObject *args) {
   if (!PyArg_ParseTuple(args, "iiiiOniiOn", &op, &dtype, &m, &n, &A, &ao, &lda, &axis, &O, &oo)) return NULL;
   if (gpy_buffer_handle(A, &a) || gpy_buffer_handle(O, &o)) return NULL;
   if (ao < 0 || oo < 0) return gpy_refuse(GPAR_EINVAL, "reduce_matrix: negative offset");
-  return done(
+  return gpy_done(
       gpar_reduce_matrix((gpar_redop)op, (gpar_dtype)dtype, m, n, a, (size_t)ao, lda, (gpar_axis)axis, o, (size_t)oo));
 }
 
@@ -96,8 +91,8 @@ static PyObject *py_softmax_xent(PyObject *self, PyObject *args) {
   if (gpy_buffer_handle(Z, &z) || gpy_buffer_handle(L, &l)) return NULL;
   if ((S != Py_None && gpy_buffer_handle(S, &s)) || (G != Py_None && gpy_buffer_handle(G, &g))) return NULL;
   if (zo < 0 || lo < 0 || so < 0 || go < 0) return gpy_refuse(GPAR_EINVAL, "softmax_xent: negative offset");
-  return done(gpar_softmax_xent((gpar_dtype)dtype, k, n, z, (size_t)zo, ldz, l, (size_t)lo, scale, s, (size_t)so, g,
-                                (size_t)go, ldg));
+  return gpy_done(gpar_softmax_xent((gpar_dtype)dtype, k, n, z, (size_t)zo, ldz, l, (size_t)lo, scale, s, (size_t)so, g,
+                                    (size_t)go, ldg));
 }
 
 static PyObject *py_array_prepare(PyObject *self, PyObject *args) {
@@ -107,7 +102,7 @@ static PyObject *py_array_prepare(PyObject *self, PyObject *args) {
   gpar_engine *eng = gpy_engine(e);
   if (!eng) return NULL;
   Py_BEGIN_ALLOW_THREADS st = gpar_array_prepare(eng, dev);
-  Py_END_ALLOW_THREADS return done(st);
+  Py_END_ALLOW_THREADS return gpy_done(st);
 }
 
 PyMethodDef gpy_blas_methods[] = {

@@ -139,8 +139,7 @@ static PyObject *py_release(PyObject *self, PyObject *arg) {
    * release when the object goes (handles are never reused). */
   int st = gpar_buffer_release(((gpy_buffer *)arg)->h);
   gpy_owners_drain();
-  if (st) return gpy_raise(st);
-  Py_RETURN_NONE;
+  return gpy_done(st);
 }
 
 static PyObject *py_copy(PyObject *self, PyObject *args) {
@@ -151,8 +150,7 @@ static PyObject *py_copy(PyObject *self, PyObject *args) {
   if (gpy_buffer_handle(d, &dh) || gpy_buffer_handle(s, &sh)) return NULL;
   if (doff < 0 || soff < 0 || n < 0) return gpy_refuse(GPAR_EINVAL, "copy: negative offset or size");
   int st = gpar_copy(dh, (size_t)doff, sh, (size_t)soff, (size_t)n);
-  if (st) return gpy_raise(st);
-  Py_RETURN_NONE;
+  return gpy_done(st);
 }
 
 static PyObject *py_fill(PyObject *self, PyObject *args) {
@@ -164,8 +162,7 @@ static PyObject *py_fill(PyObject *self, PyObject *args) {
   if (gpy_buffer_handle(b, &h)) return NULL;
   if (off < 0 || n < 0) return gpy_refuse(GPAR_EINVAL, "fill: negative offset or size");
   int st = gpar_fill(h, (size_t)off, (size_t)n, v);
-  if (st) return gpy_raise(st);
-  Py_RETURN_NONE;
+  return gpy_done(st);
 }
 
 static PyObject *py_write(PyObject *self, PyObject *args) {
@@ -179,8 +176,7 @@ static PyObject *py_write(PyObject *self, PyObject *args) {
   if (PyBytes_AsStringAndSize(data, &p, &n) < 0) return NULL;
   if (off < 0) return gpy_refuse(GPAR_EINVAL, "write: negative offset");
   int st = gpar_write(h, (size_t)off, p, (size_t)n); /* staged: returns at once */
-  if (st) return gpy_raise(st);
-  Py_RETURN_NONE;
+  return gpy_done(st);
 }
 
 static PyObject *py_read(PyObject *self, PyObject *args) {
@@ -205,33 +201,27 @@ static PyObject *py_wait(PyObject *self, PyObject *arg) {
   int st;
   Py_BEGIN_ALLOW_THREADS st = gpar_wait(h);
   Py_END_ALLOW_THREADS gpy_owners_drain();
-  if (st) return gpy_raise(st);
-  Py_RETURN_NONE;
+  return gpy_done(st);
 }
 
-static PyObject *py_wait_native(PyObject *self, PyObject *args) {
-  PyObject *b;
-  unsigned long long stream;
-  gpar_buffer h;
-  if (!PyArg_ParseTuple(args, "OK", &b, &stream)) return NULL;
-  if (gpy_buffer_handle(b, &h)) return NULL;
-  int st = gpar_buffer_wait_native(h, (void *)(uintptr_t)stream); /* the host does not wait */
-  if (st) return gpy_raise(st);
-  Py_RETURN_NONE;
-}
-
-static PyObject *py_signal_native(PyObject *self, PyObject *args) {
+/* wait_native and signal_native: (buf, stream as an int) to call(buf, stream), GIL released (a
+ * signal waits until libgpar has issued the buffer's ops; on host memory for its writers). */
+static PyObject *native_call(PyObject *args, int (*call)(gpar_buffer, void *)) {
   PyObject *b;
   unsigned long long stream;
   gpar_buffer h;
   int st;
   if (!PyArg_ParseTuple(args, "OK", &b, &stream)) return NULL;
   if (gpy_buffer_handle(b, &h)) return NULL;
-  Py_BEGIN_ALLOW_THREADS /* until libgpar has issued the buffer's ops, not for the device */
-  st = gpar_buffer_signal_native(h, (void *)(uintptr_t)stream);
-  Py_END_ALLOW_THREADS
-  if (st) return gpy_raise(st);
-  Py_RETURN_NONE;
+  Py_BEGIN_ALLOW_THREADS st = call(h, (void *)(uintptr_t)stream);
+  Py_END_ALLOW_THREADS gpy_owners_drain(); /* what a host-memory wait let go */
+  return gpy_done(st);
+}
+
+static PyObject *py_wait_native(PyObject *self, PyObject *args) { return native_call(args, gpar_buffer_wait_native); }
+
+static PyObject *py_signal_native(PyObject *self, PyObject *args) {
+  return native_call(args, gpar_buffer_signal_native);
 }
 
 static PyObject *py_host_ptr(PyObject *self, PyObject *arg) {

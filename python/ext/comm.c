@@ -58,8 +58,7 @@ static PyObject *py_collective(PyObject *self, PyObject *args) {
   case 3: st = gpar_all_gather(c, b, off, (size_t)count, (gpar_dtype)dtype); break;
   default: return gpy_refuse(GPAR_EINVAL, "collective kind %d", kind);
   }
-  if (st) return gpy_raise(st);
-  Py_RETURN_NONE;
+  return gpy_done(st);
 }
 
 PyMethodDef gpy_comm_methods[] = {

@@ -30,8 +30,7 @@ static PyObject *py_shutdown(PyObject *self, PyObject *arg) {
   int st;
   Py_BEGIN_ALLOW_THREADS st = gpar_shutdown(eng);
   Py_END_ALLOW_THREADS gpy_owners_drain(); /* the imports shutdown freed */
-  if (st) return gpy_raise(st);
-  Py_RETURN_NONE;
+  return gpy_done(st);
 }
 
 static PyObject *py_wait_all(PyObject *self, PyObject *arg) {
@@ -40,8 +39,7 @@ static PyObject *py_wait_all(PyObject *self, PyObject *arg) {
   int st;
   Py_BEGIN_ALLOW_THREADS st = gpar_wait_all(eng);
   Py_END_ALLOW_THREADS gpy_owners_drain();
-  if (st) return gpy_raise(st);
-  Py_RETURN_NONE;
+  return gpy_done(st);
 }
 
 static PyObject *py_device_count(PyObject *self, PyObject *arg) {
@@ -115,8 +113,7 @@ static PyObject *py_fault_inject(PyObject *self, PyObject *args) {
   gpar_engine *eng = gpy_engine(e);
   if (!eng) return NULL;
   int st = gpar_fault_inject(eng, kind, n);
-  if (st) return gpy_raise(st);
-  Py_RETURN_NONE;
+  return gpy_done(st);
 }
 
 PyMethodDef gpy_engine_methods[] = {

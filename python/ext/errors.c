@@ -32,6 +32,11 @@ PyObject *gpy_raise(int status) {
   return raise_error(status, m && *m ? m : gpar_strerror(status));
 }
 
+PyObject *gpy_done(int status) {
+  if (status) return gpy_raise(status);
+  Py_RETURN_NONE;
+}
+
 PyObject *gpy_refuse(int status, const char *fmt, ...) {
   char msg[1024];
   va_list ap;

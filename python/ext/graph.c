@@ -13,8 +13,7 @@ static PyObject *py_graph_begin(PyObject *self, PyObject *arg) {
   gpar_engine *eng = gpy_engine(arg);
   if (!eng) return NULL;
   int st = gpar_graph_begin(eng);
-  if (st) return gpy_raise(st);
-  Py_RETURN_NONE;
+  return gpy_done(st);
 }
 
 static PyObject *py_graph_end(PyObject *self, PyObject *arg) {
@@ -29,8 +28,7 @@ static PyObject *py_graph_launch(PyObject *self, PyObject *arg) {
   gpar_graph *g = graph_of(arg);
   if (!g) return NULL;
   int st = gpar_graph_launch(g);
-  if (st) return gpy_raise(st);
-  Py_RETURN_NONE;
+  return gpy_done(st);
 }
 
 static PyObject *py_graph_info(PyObject *self, PyObject *arg) {

@@ -73,8 +73,7 @@ static PyObject *py_kernel_release(PyObject *self, PyObject *arg) {
   gpar_kernel k = {PyLong_AsUnsignedLongLong(arg)};
   if (PyErr_Occurred()) return NULL;
   int st = gpar_kernel_release(k);
-  if (st) return gpy_raise(st);
-  Py_RETURN_NONE;
+  return gpy_done(st);
 }
 
 static PyObject *py_kernel_build(PyObject *self, PyObject *args) {
@@ -107,8 +106,7 @@ static PyObject *py_kernel_launch(PyObject *self, PyObject *args) {
   int n = convert_args(a, kinds, av);
   if (n < 0) return NULL;
   int st = gpar_kernel_launch((gpar_kernel){id}, dev, &g, av, n);
-  if (st) return gpy_raise(st);
-  Py_RETURN_NONE;
+  return gpy_done(st);
 }
 
 /* The same launch from C, n times (arguments converted once, GIL held as a launch holds it):
@@ -147,8 +145,7 @@ static PyObject *py_map_release(PyObject *self, PyObject *arg) {
   gpar_map m = {PyLong_AsUnsignedLongLong(arg)};
   if (PyErr_Occurred()) return NULL;
   int st = gpar_map_release(m);
-  if (st) return gpy_raise(st);
-  Py_RETURN_NONE;
+  return gpy_done(st);
 }
 
 static PyObject *py_map_kernel(PyObject *self, PyObject *arg) {
@@ -170,8 +167,7 @@ static PyObject *py_map_launch(PyObject *self, PyObject *args) {
   int na = convert_args(a, kinds, av);
   if (na < 0) return NULL;
   int st = gpar_map_launch((gpar_map){id}, (size_t)n, av, na);
-  if (st) return gpy_raise(st);
-  Py_RETURN_NONE;
+  return gpy_done(st);
 }
 
 PyMethodDef gpy_kernel_methods[] = {

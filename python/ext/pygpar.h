@@ -24,6 +24,8 @@ extern PyObject *gpy_error;
 /* Raise gpar.Error(status, name, message) from status and the thread's gpar_last_error();
  * returns NULL. */
 PyObject *gpy_raise(int status);
+/* A call's result from its status: None for GPAR_OK, else gpy_raise(status). */
+PyObject *gpy_done(int status);
 /* Raise gpar.Error for a refusal of the Python layer itself (status, formatted message). */
 PyObject *gpy_refuse(int status, const char *fmt, ...);
 /* An engine handle from a Python int (NULL with an exception set on a bad one). */
