@@ -50,12 +50,10 @@ GPAR_API int gpar_submit(gpar_engine *e, int dev, gpar_user_fn fn, void *arg, co
   else if (nreads < 0 || nwrites < 0 || (nreads && !reads) || (nwrites && !writes))
     st = gpar__errorf(GPAR_EINVAL, "gpar_submit: bad read/write set (%d reads at %p, %d writes at %p)", nreads,
                       (const void *)reads, nwrites, (const void *)writes);
-  else if (dev != GPAR_HOST && (dev < 0 || dev >= eng->ndev))
-    st = gpar__errorf(GPAR_ENODEV, "gpar_submit: device %d does not exist (%d devices)", dev, eng->ndev);
+  gpar__device *d = st == GPAR_OK ? gpar__engine_device(eng, dev, "gpar_submit") : NULL;
+  if (st == GPAR_OK && !d) st = GPAR_ENODEV;
   gpar__op *op = NULL;
-  if (st == GPAR_OK && !(op = gpar__op_new(eng, &kind_user, dev == GPAR_HOST ? eng->host_dev : eng->devs[dev],
-                                           GPAR__LANE_COMPUTE)))
-    st = GPAR_ENOMEM;
+  if (st == GPAR_OK && !(op = gpar__op_new(eng, &kind_user, d, GPAR__LANE_COMPUTE))) st = GPAR_ENOMEM;
   if (op) *(user_args *)gpar__op_args(op) = (user_args){fn, arg};
   for (int i = 0; op && st == GPAR_OK && i < nreads + nwrites; i++) {
     gpar__buf *b;

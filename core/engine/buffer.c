@@ -168,9 +168,8 @@ static int buf_register(gpar_engine *eng, gpar__device *dev, size_t bytes, void 
 int gpar__buf_create(gpar_engine *eng, int dev, size_t bytes, gpar_buffer *buf) {
   int st;
   if (bytes == 0) return gpar__errorf(GPAR_EINVAL, "gpar_buffer_create: size is 0");
-  if (dev != GPAR_HOST && (dev < 0 || dev >= eng->ndev))
-    return gpar__errorf(GPAR_ENODEV, "gpar_buffer_create: device %d does not exist (%d devices)", dev, eng->ndev);
-  gpar__device *d = dev == GPAR_HOST ? NULL : eng->devs[dev];
+  gpar__device *d = dev == GPAR_HOST ? NULL : gpar__engine_device(eng, dev, "gpar_buffer_create"); /* NULL: pinned */
+  if (dev != GPAR_HOST && !d) return GPAR_ENODEV;
   if (d && d->info.memory_bytes && bytes > d->info.memory_bytes)
     return gpar__errorf(d->ops->ordered_by_events ? GPAR_EDEVMEM : GPAR_ENOMEM,
                         "gpar_buffer_create: %zu bytes exceed the %llu bytes of device %d (%s)", bytes,
@@ -202,9 +201,8 @@ int gpar__buf_import(gpar_engine *eng, int dev, void *ptr, size_t bytes, void (*
   if (dev == GPAR_HOST)
     return gpar__errorf(GPAR_EINVAL, "gpar_buffer_import: GPAR_HOST is libgpar's pinned memory; import host memory "
                                      "on the CPU device (gpar_device_find(eng, GPAR_BACKEND_HOST, -1, 0))");
-  if (dev < 0 || dev >= eng->ndev)
-    return gpar__errorf(GPAR_ENODEV, "gpar_buffer_import: device %d does not exist (%d devices)", dev, eng->ndev);
-  gpar__device *d = eng->devs[dev];
+  gpar__device *d = gpar__engine_device(eng, dev, "gpar_buffer_import");
+  if (!d) return GPAR_ENODEV;
   if (!d->ops->mem_import)
     return gpar__errorf(GPAR_ENOTSUP, "gpar_buffer_import: device %d (%s, %s) cannot use another library's memory",
                         dev, d->ops->name, d->info.name);

@@ -85,6 +85,13 @@ static gpar_engine *engine_enter(gpar_engine *eng, uint64_t serial, int *status)
   return NULL;
 }
 
+gpar__device *gpar__engine_device(gpar_engine *eng, int dev, const char *fn) {
+  if (dev == GPAR_HOST) return eng->host_dev;
+  if (dev >= 0 && dev < eng->ndev) return eng->devs[dev];
+  gpar__errorf(GPAR_ENODEV, "%s: device %d does not exist (%d devices)", fn, dev, eng->ndev);
+  return NULL;
+}
+
 gpar_engine *gpar__engine_enter(gpar_engine *e, int *status) {
   uint64_t serial;
   gpar_engine *eng = engine_decode(e, &serial, status);

@@ -115,6 +115,9 @@ GPAR__HIDDEN gpar_engine *gpar__engine_enter(gpar_engine *eng, int *status);
 /* The engine a buffer handle names, entered as above (GPAR_EBADBUF when none). */
 GPAR__HIDDEN gpar_engine *gpar__engine_enter_buf(gpar_buffer h, int *status);
 GPAR__HIDDEN void gpar__engine_leave(gpar_engine *eng);
+/* Device dev of eng (GPAR_HOST: its CPU device), or NULL after a GPAR_ENODEV message naming
+ * fn, the public call. */
+GPAR__HIDDEN gpar__device *gpar__engine_device(gpar_engine *eng, int dev, const char *fn);
 /* The engine in slot s (0-based), or NULL. */
 GPAR__HIDDEN gpar_engine *gpar__engine_at(uint64_t s);
 /* The user's handle of an engine (its token). */

@@ -122,7 +122,7 @@ static int call_begin(gpar_kernel h, int dev, const char *fn, gpar__kernel **k, 
     gpar__kernel_put(*k);
     return st;
   }
-  if (!(*d = gpar__kernel_device(*eng, dev, fn))) {
+  if (!(*d = gpar__engine_device(*eng, dev, fn))) {
     gpar__engine_leave(*eng);
     gpar__kernel_put(*k);
     return GPAR_ENODEV;
@@ -253,7 +253,7 @@ GPAR_API int gpar_kernel_support(gpar_engine *e, int dev, char *buf, size_t cap)
   gpar_engine *eng = gpar__engine_enter(e, &st);
   if (!eng) return st;
   char words[512];
-  gpar__device *d = gpar__kernel_device(eng, dev, "gpar_kernel_support");
+  gpar__device *d = gpar__engine_device(eng, dev, "gpar_kernel_support");
   gpar__kstate *ks = d ? gpar__kstate_get(eng) : NULL;
   if (!d)
     st = GPAR_ENODEV;

@@ -59,13 +59,6 @@ void gpar__kernel_unref(gpar__kernel *k) {
   if (atomic_fetch_sub_explicit(&k->refs, 1, memory_order_acq_rel) == 1) kernel_free(k);
 }
 
-gpar__device *gpar__kernel_device(gpar_engine *eng, int dev, const char *fn) {
-  if (dev == GPAR_HOST) return eng->host_dev;
-  if (dev >= 0 && dev < eng->ndev) return eng->devs[dev];
-  gpar__errorf(GPAR_ENODEV, "%s: device %d does not exist (%d devices)", fn, dev, eng->ndev);
-  return NULL;
-}
-
 void gpar__kernel_discard(gpar__kernel *k) {
   atomic_fetch_add(&k->eng->kernels_live, 1);
   kernel_free(k);

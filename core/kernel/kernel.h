@@ -209,8 +209,6 @@ GPAR__HIDDEN void gpar__kernel_put(gpar__kernel *k);
 /* Object references (ops): the last unref frees the kernel. */
 GPAR__HIDDEN void gpar__kernel_ref(gpar__kernel *k);
 GPAR__HIDDEN void gpar__kernel_unref(gpar__kernel *k);
-/* The device a public call names (GPAR_HOST: the CPU), or NULL with GPAR_ENODEV's message. */
-GPAR__HIDDEN gpar__device *gpar__kernel_device(gpar_engine *eng, int dev, const char *fn);
 /* Free a kernel that was never published (gpar_kernel_create's failure). */
 GPAR__HIDDEN void gpar__kernel_discard(gpar__kernel *k);
 /* Add k to the table of live kernels: GPAR_OK with its handle in *out. */

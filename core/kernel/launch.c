@@ -168,7 +168,7 @@ static int launch(gpar_kernel h, int dev, const gpar_grid *grid, const gpar_arg 
   }
   gpar__buf *b[GPAR__KMAX_PARAMS] = {NULL};
   gpar__klaunch L = {0};
-  gpar__device *d = gpar__kernel_device(eng, dev, fn);
+  gpar__device *d = gpar__engine_device(eng, dev, fn);
   if (!d) st = GPAR_ENODEV;
   if (st == GPAR_OK) st = check_grid(grid, L.groups, L.size);
   if (st == GPAR_OK) st = check_args(k, d, args, nargs, &L, b);
