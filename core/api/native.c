@@ -16,8 +16,7 @@
 /* ---------------------------------------------------------------- wait_native */
 
 typedef struct native_wait_args {
-  gpar__event *ev;
-  gpar__device *dev;
+  gpar__event *ev; /* recorded on the other stream, a backend event of op->dev */
 } native_wait_args;
 _Static_assert(sizeof(native_wait_args) <= GPAR__OP_PAYLOAD, "native wait arguments fit an op's payload");
 
@@ -28,7 +27,7 @@ static int native_wait_run(gpar__device *dev, gpar__op *op) {
 
 static void native_wait_release(gpar__op *op) {
   native_wait_args *a = gpar__op_args(op);
-  if (a->ev) a->dev->ops->event_release(a->ev);
+  if (a->ev) op->dev->ops->event_release(a->ev); /* (discard clears op->dev only after this) */
   a->ev = NULL;
 }
 
@@ -50,7 +49,7 @@ static int submit_wait(gpar_engine *eng, gpar__buf *b, void *stream) {
     gpar__buf_put(b);
     return gpar__errorf(GPAR_ENOMEM, "gpar_buffer_wait_native: out of host memory");
   }
-  *(native_wait_args *)gpar__op_args(op) = (native_wait_args){ev, d}; /* released with the op */
+  *(native_wait_args *)gpar__op_args(op) = (native_wait_args){ev}; /* released with the op */
   st = gpar__op_use(op, b, GPAR__WRITE);
   if (st == GPAR_OK) return gpar__api_submit(op);
   gpar__op_discard(op);

@@ -162,7 +162,7 @@ static int replay_gpu(gpar__device *dev, gpar__op *part, gpar__graph_part *p, in
   gpar__event *fork = NULL;
   int forked[GPAR__NLANES] = {0}, st, others = 0;
   for (int k = 0; k < p->nnodes; k++) ev[k] = NULL;
-  for (int k = 0; k < p->nnodes; k++) others |= nodes[p->nodes[k]].op->lane != GPAR__LANE_COMPUTE;
+  for (int l = 1; l < GPAR__NLANES; l++) others |= p->lane_last[l] >= 0; /* a node on a lane past the first */
   /* The fork: before the part's first node, so a branch on another lane follows only what the
    * part follows (a captured graph gets no edge from the first branch's first node). */
   if (others && (st = ops->event_record(dev->bdev, GPAR__LANE_COMPUTE, 0, &fork)) != GPAR_OK) note_failure(&f, st);
